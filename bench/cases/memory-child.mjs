@@ -1,0 +1,95 @@
+// Memory-retention case, one library per process:
+//   node --expose-gc bench/cases/memory-child.mjs <adapterId> [--executions=N] [--retryers=N]
+//
+// Two scenarios on the success path (attempts 3, no waits):
+//   executions  one wrapper (for retry-wasm: one asyncRetry retryer) called
+//               sequentially N times (default 1,000,000)
+//   retryers    N short-lived wrappers (for retry-wasm: N `new AsyncRetryer`
+//               via asyncRetry), each called once and dropped (default 200,000)
+// Each scenario: warm up (1% of N), settle, baseline; run; settle; read again.
+// "Settle" = gc(), a macrotask turn (so FinalizationRegistry callbacks, which
+// free wasm-side objects of collected wrappers, can run), gc() again, a few
+// times. Memory = heapUsed + external (external includes WebAssembly memory).
+// Prints one JSON line { id, executions: {n, deltaBytes}, retryers: {n, deltaBytes} }.
+// The retry-wasm target (issue 5): each delta within 2 MB (2,097,152 B).
+
+import { peerAdapters, retryWasmAdapters } from '../lib/adapters.mjs';
+import { loadRetryWasm } from '../lib/retry-wasm.mjs';
+
+const args = process.argv.slice(2);
+const id = args.find((a) => !a.startsWith('--'));
+const opt = (name, dflt) => {
+  const a = args.find((x) => x.startsWith(`--${name}=`));
+  return a ? Number(a.slice(name.length + 3)) : dflt;
+};
+const EXECUTIONS = opt('executions', 1_000_000);
+const RETRYERS = opt('retryers', 200_000);
+const POLICY = { attempts: 3, waitMs: 0, failures: 0 };
+
+const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+if (typeof globalThis.gc !== 'function') {
+  emit({ id, error: 'run with --expose-gc' });
+  process.exit(1);
+}
+
+let adapters = peerAdapters();
+if (id.startsWith('retry-wasm')) {
+  const rw = await loadRetryWasm();
+  if (!rw.mod) {
+    emit({ id, error: `retry-wasm not available: ${rw.error}` });
+    process.exit(0);
+  }
+  adapters = retryWasmAdapters(rw.mod);
+}
+const adapter = adapters.find((a) => a.id === id);
+if (!adapter) {
+  emit({ id, error: `unknown adapter ${id}` });
+  process.exit(1);
+}
+
+const fn = async () => 42;
+const mem = () => {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external;
+};
+const turn = () => new Promise((r) => setTimeout(r, 5));
+async function settle() {
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await turn();
+  }
+  gc();
+  return mem();
+}
+
+async function executions(n) {
+  const call = adapter.wrap(fn, POLICY);
+  for (let i = 0; i < n; i++) {
+    if ((await call()) !== 42) throw new Error('wrong result');
+  }
+}
+
+async function retryers(n) {
+  for (let i = 0; i < n; i++) {
+    if ((await adapter.wrap(fn, POLICY)()) !== 42) throw new Error('wrong result');
+  }
+}
+
+async function scenario(run, n) {
+  await run(Math.max(100, Math.ceil(n / 100)));
+  const base = await settle();
+  const t0 = performance.now();
+  await run(n);
+  const ms = performance.now() - t0;
+  const after = await settle();
+  return { n, deltaBytes: after - base, ms: Math.round(ms) };
+}
+
+try {
+  const e = await scenario(executions, EXECUTIONS);
+  const r = await scenario(retryers, RETRYERS);
+  emit({ id, executions: e, retryers: r });
+} catch (err) {
+  emit({ id, error: String((err && err.stack) || err) });
+  process.exit(1);
+}

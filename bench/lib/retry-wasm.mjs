@@ -1,0 +1,73 @@
+// Locates and loads the retry-wasm package by name, the way a consumer would.
+//
+// Order:
+//   1. RETRY_WASM_ENTRY (a file path or URL of an ESM entry): only for
+//      exercising the harness itself, e.g. against a shim.
+//   2. <repo>/.consumer/node_modules/retry-wasm: the packed tarball installed
+//      by the test tooling (what users get).
+//   3. The repo root package itself, by package self-reference (package.json
+//      is named retry-wasm and exports "." -> ./js/index.js).
+// If none can be imported, the harness prints a note and skips the column.
+
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CONSUMER_DIR = path.join(REPO_ROOT, '.consumer');
+
+/** Where `retry-wasm` resolves to, without importing it: { path, from } or { error }. */
+export function resolveRetryWasm() {
+  const override = process.env.RETRY_WASM_ENTRY;
+  if (override) {
+    const p = override.startsWith('file:') ? fileURLToPath(override) : path.resolve(override);
+    if (!existsSync(p)) return { error: `RETRY_WASM_ENTRY=${override} does not exist` };
+    return { path: p, from: `RETRY_WASM_ENTRY (${p})` };
+  }
+  const tried = [];
+  const consumerPkg = path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm', 'package.json');
+  if (existsSync(consumerPkg)) {
+    try {
+      const req = createRequire(path.join(CONSUMER_DIR, 'noop.js'));
+      return { path: req.resolve('retry-wasm'), from: 'packed tarball in .consumer/node_modules' };
+    } catch (e) {
+      tried.push(`.consumer: ${firstLine(e)}`);
+    }
+  } else {
+    tried.push('.consumer/node_modules/retry-wasm not installed');
+  }
+  try {
+    // Package self-reference: resolving from inside the repo finds the root
+    // package.json (name "retry-wasm") and follows its "exports".
+    const req = createRequire(path.join(REPO_ROOT, 'bench', 'noop.js'));
+    const p = req.resolve('retry-wasm');
+    if (!existsSync(p)) throw new Error(`${p} does not exist (package not built?)`);
+    return { path: p, from: 'repo root package (self-reference)' };
+  } catch (e) {
+    tried.push(`self-reference: ${firstLine(e)}`);
+  }
+  return { error: tried.join('; ') };
+}
+
+/**
+ * Imports retry-wasm. Resolves to { mod, from } or { mod: null, error }.
+ * Never throws: the harness skips the retry-wasm column when it is missing.
+ */
+export async function loadRetryWasm() {
+  const r = resolveRetryWasm();
+  if (r.error) return { mod: null, error: r.error };
+  try {
+    const mod = await import(pathToFileURL(r.path).href);
+    if (typeof mod.asyncRetry !== 'function' || typeof mod.AsyncRetryer !== 'function') {
+      return { mod: null, error: `${r.path} does not export asyncRetry and AsyncRetryer` };
+    }
+    return { mod, from: r.from, path: r.path };
+  } catch (e) {
+    return { mod: null, error: `importing ${r.path} failed: ${firstLine(e)}` };
+  }
+}
+
+function firstLine(e) {
+  return String((e && e.message) || e).split('\n')[0];
+}

@@ -1,0 +1,270 @@
+#!/usr/bin/env node
+// Side-by-side benchmarks of retry-wasm against @tanstack/pacer, p-retry,
+// cockatiel, exponential-backoff and async-retry. See bench/README.md.
+//
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,size]
+//                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
+//                      [--libs=id,id,...] [--json-out=FILE]
+//
+// Prints tables of medians and ratios, then (last line) one JSON object with
+// every figure. Exits 0 even when retry-wasm is not available (its column is
+// skipped with a note); exits 1 if a library misbehaves (wrong result or
+// wrong number of attempts).
+
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { baselineAdapters, peerAdapters, retryWasmAdapters } from './lib/adapters.mjs';
+import { loadRetryWasm } from './lib/retry-wasm.mjs';
+import { fmtInt, fmtNum, fmtRatio, spreadPct, summarize, table } from './lib/stats.mjs';
+import { PER_CALL_CASES, runPerCallCase } from './cases/per-call.mjs';
+import { LOAD_IDS, runLoadCase } from './cases/load.mjs';
+import { measureSizes, formatSizes } from './size.mjs';
+
+// gc() before every sample needs --expose-gc: re-run ourselves with it.
+if (typeof globalThis.gc !== 'function') {
+  const r = spawnSync(process.execPath, ['--expose-gc', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
+  process.exit(r.status ?? 1);
+}
+
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(`--${name}`);
+const opt = (name, dflt) => {
+  const a = args.find((x) => x.startsWith(`--${name}=`));
+  return a ? a.slice(name.length + 3) : dflt;
+};
+const quick = flag('quick');
+const config = {
+  cases: opt('cases', 'success,fail-once,load,size').split(',').map((s) => s.trim()),
+  rounds: Number(opt('rounds', quick ? 6 : 30)),
+  sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
+  warmupMs: quick ? 60 : 200,
+  flows: Number(opt('flows', quick ? 2000 : 10_000)),
+  loadRuns: quick ? 2 : 4,
+  passes: Number(opt('passes', quick ? 1 : 2)),
+};
+const log = (s) => console.log(s);
+const startedAt = Date.now();
+
+// ---------------------------------------------------------------- setup
+const cpu = os.cpus();
+const machine = {
+  node: process.version,
+  v8: process.versions.v8,
+  platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+  cpus: cpu.length,
+  availableParallelism: os.availableParallelism?.() ?? cpu.length,
+  cpuModel: cpu[0]?.model?.trim() ?? 'unknown',
+  memGiB: Math.round(os.totalmem() / 2 ** 30),
+};
+log(`retry-wasm bench — node ${machine.node}, ${machine.availableParallelism} cores (${machine.cpuModel}), ${machine.platform}`);
+
+const rw = await loadRetryWasm();
+const retryWasm = rw.mod ? { available: true, from: rw.from } : { available: false, error: rw.error };
+if (rw.mod) log(`retry-wasm: imported from ${rw.from}`);
+else {
+  log(`NOTE: retry-wasm is not available, its columns are skipped.`);
+  log(`      (${rw.error})`);
+  log(`      Build and pack it first: npm run build (npm run bench does this), or install the tarball into .consumer/.`);
+}
+log(`config: ${JSON.stringify(config)}`);
+
+// --libs=a,b restricts the libraries (ids: direct, retry-wasm, retry-wasm-retryer,
+// cockatiel, async-retry, exponential-backoff, p-retry, pacer, pacer-retryer).
+const only = opt('libs', null)?.split(',').map((s) => s.trim());
+const keep = (a) => !only || only.includes(a.id) || a.id === 'direct';
+const peers = peerAdapters().filter(keep);
+const rwAdapters = rw.mod ? retryWasmAdapters(rw.mod).filter(keep) : [];
+const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
+const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
+const peerIds = peers.map((a) => a.id);
+
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, size: null, ratios: {} };
+let failed = false;
+
+// ---------------------------------------------------------------- per-call cases
+for (const caseId of Object.keys(PER_CALL_CASES)) {
+  if (!config.cases.includes(caseId)) continue;
+  log(`\n[${caseId}] ${PER_CALL_CASES[caseId].title}: warming up, then ${config.rounds} interleaved rounds...`);
+  const t0 = performance.now();
+  const { results, errors } = await runPerCallCase(caseId, perCallAdapters, { ...config, log });
+  if (Object.keys(errors).length) failed = true;
+  report.perCall[caseId] = { unit: 'ns/call', results, errors };
+  log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- load case
+if (config.cases.includes('load')) {
+  const ids = LOAD_IDS.filter((id) => (id !== 'retry-wasm' || rw.mod) && (!only || only.includes(id)));
+  log(`\n[load] ${config.flows} concurrent flows, each fails twice then succeeds, 1 ms waits; one process per library, ${config.passes} pass(es)...`);
+  const t0 = performance.now();
+  const load = await runLoadCase({ ids, flows: config.flows, runs: config.loadRuns, passes: config.passes, log });
+  if (Object.keys(load.errors).length) failed = true;
+  report.load = load;
+  log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- size
+if (config.cases.includes('size')) {
+  report.size = await measureSizes();
+}
+
+// ---------------------------------------------------------------- tables
+// Paired ratio: median over rounds of a[round] / b[round]. Both were sampled
+// in the same round, moments apart, so a burst of load from elsewhere on the
+// machine hits both; this is the ratio reported.
+function pairedRatio(a, b) {
+  if (!a || !b || !a.samples || !b.samples) return null;
+  const n = Math.min(a.samples.length, b.samples.length);
+  const r = [];
+  for (let i = 0; i < n; i++) r.push(a.samples[i] / b.samples[i]);
+  return summarize(r).median;
+}
+
+function fastestPeer(results, metric = (r) => r.median, filter = () => true) {
+  let best = null;
+  for (const id of peerIds) {
+    const r = results[id];
+    if (!r || !filter(r)) continue;
+    if (!best || metric(r) < metric(results[best])) best = id;
+  }
+  return best;
+}
+
+const perCallCases = Object.keys(report.perCall);
+if (perCallCases.length) {
+  const headers = ['library'];
+  const align = 'l';
+  let al = align;
+  for (const c of perCallCases) {
+    headers.push(`${c} ns/call`, 'IQR', 'vs direct');
+    al += 'rrr';
+  }
+  headers.push('notes');
+  al += 'l';
+  const rows = [];
+  for (const a of perCallAdapters) {
+    const row = [a.label];
+    const notes = [];
+    for (const c of perCallCases) {
+      const { results, errors } = report.perCall[c];
+      const r = results[a.id];
+      const direct = results.direct;
+      if (r) {
+        row.push(fmtInt(r.median) + (r.timerBound ? ' †' : ''), `${fmtNum(spreadPct(r), 0)}%`, direct ? fmtRatio(pairedRatio(r, direct)) : '—');
+      } else {
+        row.push('—', '', '');
+        if (errors[a.id]) notes.push(`${c}: ${errors[a.id]}`);
+      }
+    }
+    row.push(notes.join('; '));
+    rows.push(row);
+  }
+  if (!rw.mod) rows.splice(1, 0, ['retry-wasm (not available)', ...perCallCases.flatMap(() => ['—', '', '']), 'skipped']);
+  log(`\nPer-call cases: median of ${config.rounds} interleaved rounds (IQR = (p75 - p25) / median)`);
+  log(table(headers, rows, al));
+  if (report.perCall['fail-once']) {
+    log(`† arms a timer even for a 0 ms wait (Node clamps it to >= 1 ms): the figure measures that timer,\n  not the library, and is left out of the fastest-peer ratio.`);
+  }
+}
+
+if (report.load) {
+  const { results, errors, flows } = report.load;
+  const rows = [];
+  for (const id of LOAD_IDS) {
+    if (only && !only.includes(id)) continue;
+    const r = results[id];
+    const label = id === 'retry-wasm' ? 'retry-wasm AsyncRetryer per flow' : id === 'pacer' ? '@tanstack/pacer AsyncRetryer per flow' : id;
+    if (!r) {
+      rows.push([label, '—', '', '—', '—', errors[id] ? errors[id].split('\n')[0].slice(0, 80) : id === 'retry-wasm' && !rw.mod ? 'not available' : '']);
+      continue;
+    }
+    rows.push([label, fmtInt(r.wallMs.median), `${fmtNum(spreadPct(r.wallMs), 0)}%`, fmtInt(r.heapStart.median), fmtInt(r.heapWaiting.median), '']);
+  }
+  log(`\nLoad: ${flows.toLocaleString('en-US')} concurrent flows (fail, fail, succeed; 1 ms waits); one process per library; medians`);
+  log(table(['library', 'wall ms', 'IQR', 'heap B/flow (started)', 'heap B/flow (waiting)', 'notes'], rows, 'lrrrrl'));
+  log(`heap = (heapUsed + external) after starting all flows, minus the baseline, after gc(); external includes wasm memory.`);
+}
+
+// ---------------------------------------------------------------- ratios
+const ratioRows = [];
+const ratios = report.ratios;
+for (const c of perCallCases) {
+  const { results } = report.perCall[c];
+  const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
+  ratios[c] = { fastestPeer: best, fastestPeerNs: best ? results[best].median : null, variants: {} };
+  for (const a of rwAdapters) {
+    const r = results[a.id];
+    if (!r) continue;
+    const pacer = results[a.vsPacer];
+    const v = {
+      ns: r.median,
+      vsFastestPeer: best ? pairedRatio(r, results[best]) : null,
+      vsFastestPeerOfMedians: best ? r.median / results[best].median : null,
+      pacerSpeedup: pacer ? pairedRatio(pacer, r) : null,
+      timerBound: r.timerBound,
+    };
+    ratios[c].variants[a.id] = v;
+    ratioRows.push([c, a.label, fmtInt(r.median), best ? `${labelOf[best]} (${fmtInt(results[best].median)})` : '—', fmtRatio(v.vsFastestPeer), pacer ? `${labelOf[a.vsPacer]} (${fmtInt(pacer.median)})` : '—', fmtRatio(v.pacerSpeedup)]);
+  }
+}
+if (report.load && report.load.results['retry-wasm']) {
+  const { results } = report.load;
+  const w = results['retry-wasm'];
+  const out = {};
+  for (const [metric, label] of [['wallMs', 'load wall ms'], ['heapStart', 'load heap B/flow started'], ['heapWaiting', 'load heap B/flow waiting']]) {
+    const best = fastestPeer(results, (r) => r[metric].median);
+    const pacer = results.pacer;
+    out[metric] = {
+      value: w[metric].median,
+      bestPeer: best,
+      vsBestPeer: best ? w[metric].median / results[best][metric].median : null,
+      pacerRatio: pacer ? pacer[metric].median / w[metric].median : null,
+    };
+    ratioRows.push([label, 'retry-wasm', fmtInt(w[metric].median), best ? `${best} (${fmtInt(results[best][metric].median)})` : '—', fmtRatio(out[metric].vsBestPeer), pacer ? `@tanstack/pacer (${fmtInt(pacer[metric].median)})` : '—', fmtRatio(out[metric].pacerRatio)]);
+  }
+  ratios.load = out;
+}
+if (report.size?.retryWasm?.available) {
+  const rs = report.size.retryWasm;
+  const peerGz = Object.entries(report.size.peers).filter(([, p]) => !p.error);
+  const best = peerGz.reduce((b, x) => (!b || x[1].total.gzip < b[1].total.gzip ? x : b), null);
+  ratios.size = {
+    gzip: rs.total.gzip,
+    budget: report.size.budget,
+    withinBudget: rs.total.gzip <= report.size.budget,
+    smallestPeer: best?.[0] ?? null,
+    vsSmallestPeer: best ? rs.total.gzip / best[1].total.gzip : null,
+  };
+  ratioRows.push(['size gzip B', 'retry-wasm', fmtInt(rs.total.gzip), best ? `${best[1].label} (${fmtInt(best[1].total.gzip)})` : '—', fmtRatio(ratios.size.vsSmallestPeer), `budget ${report.size.budget}`, ratios.size.withinBudget ? 'within' : 'OVER']);
+}
+
+if (report.size) {
+  log(`\nDownload size (import { asyncRetry, AsyncRetryer } or the peer's equivalent; esbuild minified, esm, neutral, es2022)`);
+  log(formatSizes(report.size));
+}
+
+log(`\nRatios: retry-wasm / fastest (best) peer, < 1.00× means retry-wasm is ahead; last column = @tanstack/pacer / retry-wasm (target >= 20× per call).`);
+log(`Per-call ratios are paired: the median over rounds of the two libraries' samples from the same round.`);
+if (ratioRows.length) {
+  log(table(['case', 'retry-wasm', 'value', 'fastest peer', 'ratio', 'vs @tanstack/pacer', 'pacer ÷ rw'], ratioRows, 'llrlrlr'));
+} else {
+  log(`  (no retry-wasm figures: ${rw.mod ? 'no case selected' : 'retry-wasm not available'})`);
+  for (const c of perCallCases) {
+    const { results } = report.perCall[c];
+    const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
+    if (best) log(`  ${c}: fastest peer ${labelOf[best]} ${fmtInt(results[best].median)} ns/call; @tanstack/pacer ${fmtInt(results.pacer?.median)} ns/call`);
+  }
+}
+report.elapsedSeconds = Math.round((Date.now() - startedAt) / 100) / 10;
+log(`\nelapsed ${report.elapsedSeconds} s${failed ? ' — SOME LIBRARIES MISBEHAVED, see notes above' : ''}`);
+
+// ---------------------------------------------------------------- JSON
+const rounded = JSON.stringify(report, (k, v) => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 100) / 100 : v));
+const jsonOut = opt('json-out', null);
+if (jsonOut) writeFileSync(jsonOut, rounded + '\n');
+console.log(rounded);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,538 @@
+// `npm run demo`: retry-wasm wrapping fetch against a deliberately flaky
+// HTTP server on 127.0.0.1.
+//
+// Each scenario wraps one GET in an AsyncRetryer, passes the retryer's
+// per-attempt AbortSignal (getAbortSignal()) down to fetch, and prints a live
+// timeline from the retryer's callbacks. Then twenty clients hammer a dead
+// backend, first each on its own, then sharing one RetryBudget. The run ends
+// with a summary table and one machine-readable line:
+//
+//   DEMO-RESULT {"ok":true,...}
+//
+// which tests/demo/run.mjs checks. Exit code 0 when every scenario reached
+// its expected outcome and nothing (socket, timer, server) was left behind.
+
+import net from 'node:net';
+import { startFlakyServer } from './server.mjs';
+import { c, println, Timeline, table, sparkline, ms, visibleLength } from './timeline.mjs';
+
+const demoStart = performance.now();
+
+// If anything ever keeps the process alive past its work, say so and leave.
+// (unref: this timer alone never keeps the process running.)
+setTimeout(() => {
+  println(c.red(`demo: still running after 50 s; active resources: ${process.getActiveResourcesInfo().join(', ')}`));
+  process.exit(1);
+}, 50_000).unref();
+
+// ── the library ─────────────────────────────────────────────────────────────
+
+const STANDIN = process.env.RETRY_WASM_DEMO_STANDIN === '1';
+let lib;
+try {
+  lib = STANDIN ? await import('./standin.mjs') : await import('retry-wasm');
+} catch (error) {
+  console.error(c.red('Could not import retry-wasm. Build it first: `npm run build` (`npm run demo` builds when needed).'));
+  console.error(String(error?.stack ?? error));
+  println(`DEMO-RESULT ${JSON.stringify({ ok: false, error: `import failed: ${error?.message ?? error}` })}`);
+  process.exit(1);
+}
+const { AsyncRetryer, RetryBudget, parseRetryAfter } = lib;
+
+// ── fetch, HTTP errors and the retry policy ─────────────────────────────────
+
+/** A non-2xx response, thrown by the wrapped function. Keeps the Response so
+ *  `retryAfter` can read its Retry-After header. */
+class HttpError extends Error {
+  constructor(response, body) {
+    super(`HTTP ${response.status} ${response.statusText}`);
+    this.name = 'HttpError';
+    this.status = response.status;
+    this.response = response;
+    this.body = body;
+  }
+}
+
+const RETRYABLE_STATUS = new Set([408, 425, 429, 500, 502, 503, 504]);
+
+/** shouldRetry: network failures, timeouts, 408/425/429/5xx; never other 4xx. */
+function isRetryable(error) {
+  if (error instanceof HttpError) return RETRYABLE_STATUS.has(error.status);
+  return true; // connection reset / refused / TimeoutError
+}
+
+/** retryAfter: the server's Retry-After on 429 and 503, in ms (or undefined). */
+function retryAfterHint(error) {
+  if (error instanceof HttpError && (error.status === 429 || error.status === 503)) {
+    return parseRetryAfter(error.response);
+  }
+  return undefined;
+}
+
+function describeError(error) {
+  if (error instanceof HttpError) {
+    const ra = error.response.headers.get('retry-after');
+    return `${error.message}${ra !== null ? `, Retry-After: ${c.magenta(ra)}` : ''}`;
+  }
+  if (error?.name === 'TimeoutError') return `TimeoutError: ${error.message}`;
+  const cause = error?.cause;
+  const code = cause?.code ?? error?.code;
+  if (code === 'ECONNREFUSED') return `connection refused (ECONNREFUSED)`;
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') {
+    return `connection reset by the server (${code}${cause?.message ? `: ${cause.message}` : ''})`;
+  }
+  return `${error?.name ?? 'Error'}: ${error?.message ?? String(error)}${cause ? ` (${cause.message ?? cause})` : ''}`;
+}
+
+function explainBackoff(o, attempt) {
+  const base = o.baseWait ?? 1000;
+  const kind = o.backoff ?? 'exponential';
+  let formula;
+  let nominal;
+  if (kind === 'linear') [formula, nominal] = [`${base}·${attempt}`, base * attempt];
+  else if (kind === 'fixed') [formula, nominal] = [`${base}`, base];
+  else [formula, nominal] = [`${base}·2^${attempt - 1}`, base * 2 ** (attempt - 1)];
+  let text = `${kind} backoff ${formula} = ${nominal} ms`;
+  if (o.maxWait !== undefined && nominal > o.maxWait) text += `, capped at maxWait ${o.maxWait} ms`;
+  if (o.jitter) text += `, jitter ±${Math.round(o.jitter * 100)}%${o.seed !== undefined ? ` (seed ${o.seed})` : ''}`;
+  return text;
+}
+
+const until = async (cond, timeout = 1000) => {
+  const end = performance.now() + timeout;
+  while (!cond() && performance.now() < end) await new Promise((r) => setTimeout(r, 10));
+  return cond();
+};
+
+// ── scenarios ───────────────────────────────────────────────────────────────
+
+/** A port nothing listens on: bind a free port, then close it. */
+async function closedPort() {
+  const s = net.createServer();
+  await new Promise((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function scenarios(server, deadPort) {
+  const key = (id) => `key=${id}`;
+  const cancelled = (id) =>
+    server.stats.log.filter((e) => e.key === id && e.outcome === 'cancelled by client').length;
+  return [
+    {
+      id: 'flaky',
+      title: 'Flaky endpoint: HTTP 500 twice, then 200',
+      url: `${server.url}/flaky?fails=2&${key('flaky')}`,
+      options: { maxAttempts: 4, backoff: 'exponential', baseWait: 100, jitter: 0.2, seed: 7 },
+      expect: { outcome: 'success', attempts: 3 },
+      checks: (r) => [['server saw 3 requests', server.hits('flaky') === 3]],
+    },
+    {
+      id: 'retry-after-seconds',
+      title: '503 Service Unavailable with Retry-After: 1 (delta-seconds), then 200',
+      url: `${server.url}/unavailable?fails=1&after=1&${key('retry-after-seconds')}`,
+      options: { maxAttempts: 3, baseWait: 50, seed: 7 },
+      expect: { outcome: 'success', attempts: 2 },
+      checks: (r) => [
+        [
+          `waited ≥ 1 s as the server asked, not the 50 ms backoff (waited ${ms(r.waits[0]?.ms ?? 0)})`,
+          (r.waits[0]?.ms ?? 0) >= 950,
+        ],
+      ],
+    },
+    {
+      id: 'rate-limited',
+      title: '429 Too Many Requests with Retry-After: 0, then 200',
+      url: `${server.url}/rate-limited?fails=1&after=0&form=seconds&${key('rate-limited')}`,
+      options: { maxAttempts: 3, baseWait: 400, seed: 7 },
+      expect: { outcome: 'success', attempts: 2 },
+      checks: (r) => [
+        [`retried at once as told, not after the 400 ms backoff (waited ${ms(r.waits[0]?.ms ?? 0)})`, (r.waits[0]?.ms ?? 1e9) < 200],
+      ],
+    },
+    {
+      id: 'retry-after-date',
+      title: '429 with Retry-After as an HTTP-date 2 minutes away, under a 3 s total deadline',
+      url: `${server.url}/rate-limited?form=date&after=120&${key('retry-after-date')}`,
+      options: { maxAttempts: 5, baseWait: 100, maxTotalExecutionTime: 3000, seed: 7 },
+      expect: { outcome: 'abort:total-timeout', attempts: 1 },
+      checks: (r) => [[`ended at once instead of sleeping 2 minutes (${ms(r.elapsed)})`, r.elapsed < 1000]],
+    },
+    {
+      id: 'reset',
+      title: 'Connection reset: the server destroys the socket once, then 200',
+      url: `${server.url}/reset?fails=1&${key('reset')}`,
+      options: { maxAttempts: 3, baseWait: 100, jitter: 0.2, seed: 7 },
+      expect: { outcome: 'success', attempts: 2 },
+    },
+    {
+      id: 'slow-deadline',
+      title: 'Slow response (800 ms) against a 250 ms per-attempt deadline (TanStack semantics)',
+      url: `${server.url}/slow?ms=800&${key('slow-deadline')}`,
+      options: { maxAttempts: 3, baseWait: 100, maxExecutionTime: 250, seed: 7 },
+      expect: { outcome: 'give-up:execution-timeout', attempts: 1 },
+      checks: async (r) => [
+        [`did not wait for the slow response (${ms(r.elapsed)})`, r.elapsed < 700],
+        ['fetch was really aborted: the server saw the client hang up', await until(() => cancelled('slow-deadline') === 1)],
+      ],
+    },
+    {
+      id: 'slow-per-try',
+      title: 'Slow twice, then fast: a per-try timeout with retryOnExecutionTimeout',
+      url: `${server.url}/slow?fails=2&ms=800&${key('slow-per-try')}`,
+      options: {
+        maxAttempts: 4, baseWait: 50, jitter: 0.2, seed: 7,
+        maxExecutionTime: 250, retryOnExecutionTimeout: true,
+      },
+      expect: { outcome: 'success', attempts: 3 },
+      checks: async () => [
+        ['both slow requests were cancelled by the client', await until(() => cancelled('slow-per-try') === 2)],
+      ],
+    },
+    {
+      id: 'hang',
+      title: 'A hang: the server never answers',
+      url: `${server.url}/hang?${key('hang')}`,
+      options: {
+        maxAttempts: 3, baseWait: 50, seed: 7,
+        maxExecutionTime: 300, retryOnExecutionTimeout: true,
+      },
+      expect: { outcome: 'give-up:attempts-exhausted', attempts: 3 },
+      checks: async () => [
+        ['all 3 hung requests were cancelled through getAbortSignal()', await until(() => cancelled('hang') === 3)],
+      ],
+    },
+    {
+      id: 'not-found',
+      title: '404 Not Found: nothing a retry can fix (shouldRetry says no)',
+      url: `${server.url}/notfound?${key('not-found')}`,
+      options: { maxAttempts: 4, baseWait: 100, seed: 7 },
+      expect: { outcome: 'give-up:not-retryable', attempts: 1 },
+    },
+    {
+      id: 'refused',
+      title: 'Backend down: connection refused on every attempt',
+      url: `http://127.0.0.1:${deadPort}/anything`,
+      options: { maxAttempts: 4, baseWait: 50, jitter: 0.2, seed: 7 },
+      expect: { outcome: 'give-up:attempts-exhausted', attempts: 4 },
+    },
+    {
+      id: 'cancel',
+      title: "The caller gives up: an outside AbortSignal fires during a 1 s backoff",
+      url: `${server.url}/flaky?${key('cancel')}`,
+      options: { maxAttempts: 5, baseWait: 1000, seed: 7 },
+      cancelAfter: 300,
+      expect: { outcome: 'abort:signal', attempts: 1 },
+      checks: (r) => [[`stopped when the caller aborted, not after the backoff (${ms(r.elapsed)})`, r.elapsed < 800]],
+    },
+  ];
+}
+
+function policySummary(url, o) {
+  const parts = [`GET ${new URL(url).pathname}${new URL(url).search.replace(/[?&]key=[^&]*/, '').replace(/^&/, '?')}`];
+  parts.push(`maxAttempts ${o.maxAttempts}`);
+  parts.push(`${o.backoff ?? 'exponential'} ${o.baseWait} ms`);
+  if (o.jitter) parts.push(`jitter ${o.jitter}`);
+  if (o.maxExecutionTime) parts.push(`maxExecutionTime ${o.maxExecutionTime} ms`);
+  if (o.retryOnExecutionTimeout) parts.push('retryOnExecutionTimeout');
+  if (o.maxTotalExecutionTime) parts.push(`maxTotalExecutionTime ${o.maxTotalExecutionTime} ms`);
+  return parts.join(' · ');
+}
+
+async function runScenario(sc) {
+  const tl = new Timeline(sc.title, policySummary(sc.url, sc.options));
+  const rec = {
+    id: sc.id, title: sc.title, expect: sc.expect, attempts: 0, outcome: 'unsettled',
+    detail: '', elapsed: 0, waits: tl.waits, signals: 0, checks: [],
+  };
+  let giveUp = null;
+  let abort = null;
+  let success = null;
+
+  const controller = sc.cancelAfter ? new AbortController() : null;
+
+  const retryer = new AsyncRetryer(
+    async () => {
+      const signal = retryer.getAbortSignal();
+      const n = retryer.store.state.currentAttempt;
+      rec.attempts++;
+      if (signal instanceof AbortSignal) rec.signals++;
+      tl.attemptStart(n);
+      const t = performance.now();
+      const response = await fetch(sc.url, { signal });
+      const body = await response.text();
+      if (!response.ok) throw new HttpError(response, body);
+      return { status: response.status, body, took: performance.now() - t };
+    },
+    {
+      ...sc.options,
+      ...(controller ? { signal: controller.signal } : {}),
+      throwOnError: false,
+      shouldRetry: (error) => isRetryable(error),
+      retryAfter: (error) => retryAfterHint(error),
+      onError: (error) => tl.attemptResult(tl.current, `${c.red('✗')} ${describeError(error)}`),
+      onExecutionTimeout: (r) =>
+        tl.attemptResult(
+          tl.current,
+          `${c.red('⏱')} no answer within ${r.options.maxExecutionTime} ms (maxExecutionTime): its signal aborts, fetch is cancelled`,
+        ),
+      onRetry: (attempt, error) => {
+        const hint = retryAfterHint(error);
+        if (hint !== undefined) {
+          const raw = error.response.headers.get('retry-after');
+          tl.waitStart(`Retry-After ${c.magenta(JSON.stringify(raw))} → ${ms(hint)} (the server's hint replaces the backoff)`);
+        } else {
+          tl.waitStart(explainBackoff(sc.options, attempt));
+        }
+      },
+      onSuccess: (result) => {
+        success = result;
+        tl.attemptResult(tl.current, `${c.green('✓')} HTTP ${result.status} ${c.dim(result.body)}`);
+      },
+      onAbort: (reason, r) => {
+        abort = reason;
+        const total = r.options.maxTotalExecutionTime;
+        const why = {
+          'total-timeout': `the ${total} ms total deadline (maxTotalExecutionTime) ${tl.elapsed() < total ? 'would be crossed by the next wait, so it is not slept' : 'has passed'}`,
+          signal: "the caller's AbortSignal fired; the pending wait is cancelled",
+          'execution-timeout': 'the attempt ran past maxExecutionTime; without retryOnExecutionTimeout that ends the flow',
+          manual: 'abort() was called',
+          'new-execution': 'a new execute() replaced this flow',
+        }[reason] ?? '';
+        if (!tl.interruptWait(c.yellow(reason === 'total-timeout' ? 'not slept' : 'interrupted'))) tl.closeLine();
+        tl.note(`${c.yellow('⊘ aborted')} (${reason}): ${why}`);
+      },
+      onGiveUp: (error, reason) => {
+        giveUp = { reason, error };
+      },
+    },
+  );
+
+  let cancelTimer;
+  if (controller) {
+    cancelTimer = setTimeout(() => {
+      tl.interruptWait(c.yellow('interrupted'));
+      tl.note(`${c.yellow('✋')} the caller aborts its AbortController`);
+      controller.abort();
+    }, sc.cancelAfter);
+  }
+
+  // A guard so that a flow that never settles cannot stall the demo.
+  let guard;
+  const t0 = performance.now();
+  try {
+    await Promise.race([
+      retryer.execute(),
+      new Promise((_, reject) => {
+        guard = setTimeout(() => reject(new Error('the flow did not settle within 15 s')), 15_000);
+      }),
+    ]);
+  } catch (error) {
+    rec.detail = `threw: ${error?.message ?? error}`;
+    retryer.abort();
+  } finally {
+    clearTimeout(guard);
+    clearTimeout(cancelTimer);
+  }
+  rec.elapsed = performance.now() - t0;
+
+  if (success) rec.outcome = 'success';
+  else if (giveUp) rec.outcome = `give-up:${giveUp.reason}`;
+  else if (abort) rec.outcome = `abort:${abort}`;
+
+  const attemptsWord = (n) => `${n} attempt${n === 1 ? '' : 's'}`;
+  if (success) {
+    tl.end(`${c.green('success')} on attempt ${rec.attempts} in ${ms(rec.elapsed)}`);
+  } else if (giveUp) {
+    tl.end(`${c.red('gave up')} (${giveUp.reason}) after ${attemptsWord(rec.attempts)}, ${ms(rec.elapsed)}; final error: ${describeError(giveUp.error)}`);
+  } else if (abort) {
+    tl.end(`${c.yellow('aborted')} (${abort}) after ${attemptsWord(rec.attempts)}, ${ms(rec.elapsed)}; execute() resolved undefined`);
+  } else {
+    tl.end(c.red(`did not settle as expected ${rec.detail}`));
+  }
+
+  rec.checks = [
+    [`outcome ${sc.expect.outcome}`, rec.outcome === sc.expect.outcome],
+    [`${attemptsWord(sc.expect.attempts)}`, rec.attempts === sc.expect.attempts],
+    ['every attempt got an AbortSignal from getAbortSignal()', rec.signals === rec.attempts],
+    ['the retryer is idle afterwards', retryer.store.state.isExecuting === false],
+    ...((await sc.checks?.(rec)) ?? []),
+  ];
+  for (const [name, ok] of rec.checks.slice(4)) {
+    println(`    ${ok ? c.green('✓') : c.red('✗')} ${c.dim(name)}`);
+  }
+  rec.ok = rec.checks.every(([, ok]) => ok);
+  return rec;
+}
+
+// ── the retry storm ─────────────────────────────────────────────────────────
+
+async function storm(server, { clients, budget }) {
+  const id = budget ? 'storm-budget' : 'storm-free';
+  const url = `${server.url}/down?key=${id}`;
+  const perClient = [];
+  const started = Date.now();
+  const retryers = Array.from({ length: clients }, (_, i) => {
+    const me = { glyphs: '', reason: '' };
+    perClient.push(me);
+    const retryer = new AsyncRetryer(
+      async () => {
+        const response = await fetch(url, { signal: retryer.getAbortSignal() });
+        const body = await response.text();
+        if (!response.ok) throw new HttpError(response, body);
+        return body;
+      },
+      {
+        maxAttempts: 5,
+        baseWait: 20,
+        jitter: 0.5,
+        seed: 100 + i, // each client its own jitter sequence
+        throwOnError: false,
+        ...(budget ? { budget } : {}),
+        shouldRetry: (error) => isRetryable(error),
+        onError: () => {
+          me.glyphs += '✗';
+        },
+        onGiveUp: (_error, reason) => {
+          me.reason = reason;
+        },
+      },
+    );
+    return retryer;
+  });
+  await Promise.all(retryers.map((r) => r.execute()));
+  const ended = Date.now();
+
+  const requests = server.hits(id);
+  const times = server.stats.log.filter((e) => e.key === id).map((e) => e.t);
+  const short = { 'attempts-exhausted': 'exhausted', 'budget-exhausted': c.yellow('budget') };
+  const cells = perClient.map(
+    (p, i) => `c${String(i + 1).padStart(2, '0')} ${c.red(p.glyphs.padEnd(5))} ${short[p.reason] ?? p.reason}`,
+  );
+  const pad = (s) => s + ' '.repeat(Math.max(0, 22 - visibleLength(s)));
+  for (let i = 0; i < cells.length; i += 4) println(`    ${cells.slice(i, i + 4).map(pad).join('  ').trimEnd()}`);
+  println(`    requests over time (20 ms per column): ${c.cyan(sparkline(times, 20, started, Math.max(ended, started + 400)))}`);
+  println(`    ${c.bold(String(requests))} requests reached the dead backend in ${ms(ended - started)}`);
+  const reasons = {};
+  for (const p of perClient) reasons[p.reason] = (reasons[p.reason] ?? 0) + 1;
+  return { requests, reasons, elapsed: ended - started };
+}
+
+// ── main ────────────────────────────────────────────────────────────────────
+
+const server = await startFlakyServer();
+const deadPort = await closedPort();
+
+println(c.bold('retry-wasm demo: fetch against a deliberately flaky server'));
+println(`  server   ${server.url}  ${c.dim('(embedded; nothing outside 127.0.0.1 is contacted)')}`);
+println(
+  `  library  ${STANDIN ? c.red('DEVELOPMENT STAND-IN (demo/standin.mjs), not retry-wasm') : 'retry-wasm (Rust compiled to WebAssembly)'}`,
+);
+println(c.dim('  Every attempt passes retryer.getAbortSignal() to fetch; timeouts and aborts cancel the request itself.'));
+
+const results = [];
+let fatal = null;
+try {
+  // Node loads its fetch implementation lazily on first use; do that here so
+  // the first attempt's timing below is not the cost of loading undici.
+  await (await fetch(`${server.url}/ok?key=warm-up`)).text();
+  for (const sc of scenarios(server, deadPort)) results.push(await runScenario(sc));
+
+  println();
+  println(`${c.bold(c.cyan('▶'))} ${c.bold('Retry storm: 20 clients against a backend that is down (always 503)')}`);
+  println(c.dim('  Each client: maxAttempts 5, exponential 20 ms, jitter 0.5. ✗ = one request that failed.'));
+  println();
+  println(`  ${c.bold('Without a budget')} ${c.dim('(every client retries on its own)')}`);
+  const free = await storm(server, { clients: 20, budget: undefined });
+  const budget = new RetryBudget({ maxTokens: 10, tokenRatio: 0.1 });
+  println();
+  println(`  ${c.bold('With one shared RetryBudget({ maxTokens: 10, tokenRatio: 0.1 })')}`);
+  println(c.dim('  Each failure costs a token, each success earns 0.1; retries stop once tokens fall to half (5).'));
+  const limited = await storm(server, { clients: 20, budget });
+  const tokens = typeof budget.tokens === 'number' ? budget.tokens : undefined;
+  if (tokens !== undefined) println(`    budget tokens left: ${tokens}`);
+  println();
+  println(
+    `  ${c.bold('⇒')} without a budget the dead backend took ${c.red(free.requests)} requests; with a shared budget only ${c.green(limited.requests)}` +
+      ` ${c.dim(`(${Math.round((100 * limited.requests) / free.requests)}%): every client still tried once, but retries stopped early`)}`,
+  );
+  results.push({
+    id: 'storm-no-budget',
+    title: 'Retry storm, 20 clients, no budget',
+    attempts: free.requests,
+    outcome: `give-up:${Object.keys(free.reasons).join('+')} ×${Object.values(free.reasons).reduce((a, b) => a + b, 0)}`,
+    expectText: '100 requests (20 × 5)',
+    elapsed: free.elapsed,
+    checks: [['20 × 5 = 100 requests', free.requests === 100], ['all gave up: attempts-exhausted', free.reasons['attempts-exhausted'] === 20]],
+  });
+  results.push({
+    id: 'storm-budget',
+    title: 'Retry storm, 20 clients, shared RetryBudget',
+    attempts: limited.requests,
+    outcome: Object.entries(limited.reasons).map(([k, v]) => `give-up:${k} ×${v}`).join(', '),
+    expectText: '< 50 requests, budget-exhausted',
+    elapsed: limited.elapsed,
+    checks: [
+      ['fewer than half the requests of the storm without a budget', limited.requests < free.requests / 2],
+      ['every client still made its first request', limited.requests >= 20],
+      ['clients gave up with budget-exhausted', (limited.reasons['budget-exhausted'] ?? 0) > 0],
+    ],
+  });
+  for (const r of results.slice(-2)) r.ok = r.checks.every(([, ok]) => ok);
+} catch (error) {
+  fatal = error;
+  println(c.red(`demo failed: ${error?.stack ?? error}`));
+} finally {
+  await server.close();
+}
+
+// ── summary ─────────────────────────────────────────────────────────────────
+
+println();
+println(c.bold('Summary'));
+table(
+  ['scenario', 'attempts', 'outcome', 'expected', 'time', 'ok?'],
+  results.map((r) => [
+    r.id,
+    String(r.attempts),
+    r.outcome,
+    r.expectText ?? `${r.expect.outcome} (${r.expect.attempts})`,
+    ms(r.elapsed),
+    r.ok ? c.green('✓') : c.red(`✗ ${r.checks.filter(([, ok]) => !ok).map(([n]) => n).join('; ')}`),
+  ]),
+);
+
+// Nothing of ours may remain: let closed sockets finish, then look.
+await new Promise((r) => setTimeout(r, 20));
+const leftovers = process
+  .getActiveResourcesInfo()
+  .filter((t) => !['TTYWrap', 'PipeWrap', 'FSReqCallback', 'FileHandle'].includes(t));
+// The watchdog above is unref'd and so not listed; anything else is a leak.
+const passed = results.filter((r) => r.ok).length;
+const elapsedMs = Math.round(performance.now() - demoStart);
+const ok = !fatal && passed === results.length && results.length === 13 && leftovers.length === 0;
+println();
+println(
+  `${ok ? c.green('✓') : c.red('✗')} ${passed}/${results.length} scenarios reached their expected outcome` +
+    ` · server closed · ${leftovers.length ? c.red(`left behind: ${leftovers.join(', ')}`) : 'no sockets or timers left behind'} · ${(elapsedMs / 1000).toFixed(1)} s`,
+);
+println(
+  `DEMO-RESULT ${JSON.stringify({
+    ok,
+    library: STANDIN ? 'standin' : 'retry-wasm',
+    port: server.port,
+    elapsedMs,
+    leftovers,
+    error: fatal ? String(fatal?.message ?? fatal) : undefined,
+    scenarios: results.map((r) => ({
+      id: r.id,
+      ok: r.ok,
+      attempts: r.attempts,
+      outcome: r.outcome,
+      expected: r.expect ?? r.expectText,
+      failedChecks: r.checks.filter(([, ok]) => !ok).map(([n]) => n),
+    })),
+  })}`,
+);
+process.exitCode = ok ? 0 : 1;

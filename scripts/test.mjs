@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+// `npm test`: every check of the project, in stages, in order. Stops at the
+// first failing stage. Ends with one summary line per stage and the plain
+// line `N passed, N failed[, N skipped]` (counting stages).
+//
+//   node scripts/test.mjs                 all stages
+//   node scripts/test.mjs --only js       one stage (or a comma list: --only types,runtimes)
+//   node scripts/test.mjs --list          the stage names
+//
+// Stages whose files are owned by others and do not exist yet are skipped
+// with a note; under CI=true the core ones (rust, build, js) must exist.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const CONSUMER = path.join(ROOT, '.consumer');
+const isCI = /^(1|true|yes)$/i.test(process.env.CI ?? '');
+const exists = (p) => fs.existsSync(path.join(ROOT, p));
+const MIN = 60_000;
+
+class Skip extends Error {}
+class Fail extends Error {}
+
+/** Runs a command with inherited output; throws Fail on a non-zero exit. */
+function sh(cmd, args, { cwd = ROOT, env, timeout = 20 * MIN } = {}) {
+  const shown = [cmd, ...args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  console.log(`$ ${shown}${cwd !== ROOT ? `   (in ${path.relative(ROOT, cwd) || '.'})` : ''}`);
+  const r = spawnSync(cmd, args, {
+    cwd,
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+    timeout,
+    killSignal: 'SIGKILL',
+  });
+  if (r.error?.code === 'ETIMEDOUT') throw new Fail(`${shown}: timed out after ${timeout / MIN} min`);
+  if (r.error) throw new Fail(`${shown}: ${r.error.message}`);
+  if (r.status !== 0) throw new Fail(`${shown}: exit ${r.status ?? r.signal}`);
+}
+
+const node = (script, args = [], opts) => sh(process.execPath, [path.join(ROOT, script), ...args], opts);
+
+function requireFile(file, what) {
+  if (exists(file)) return;
+  if (isCI) throw new Fail(`${file} is missing (${what}); required under CI`);
+  throw new Skip(`${file} not present yet (${what})`);
+}
+
+function optionalFile(file, what) {
+  if (!exists(file)) throw new Skip(`${file} not present (${what})`);
+}
+
+const STAGES = [
+  {
+    name: 'rust',
+    title: 'cargo fmt, clippy (native + wasm32), cargo test',
+    run() {
+      requireFile('Cargo.toml', 'the Rust crate');
+      const installed = spawnSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' });
+      if (installed.status === 0 && !installed.stdout.split('\n').includes('wasm32-unknown-unknown')) {
+        sh('rustup', ['target', 'add', 'wasm32-unknown-unknown']);
+      }
+      sh('cargo', ['fmt', '--check']);
+      sh('cargo', ['clippy', '--all-targets', '--', '-D', 'warnings'], { timeout: 30 * MIN });
+      sh('cargo', ['clippy', '--lib', '--target', 'wasm32-unknown-unknown', '--', '-D', 'warnings'], { timeout: 30 * MIN });
+      sh('cargo', ['test'], { timeout: 30 * MIN });
+    },
+  },
+  {
+    name: 'build',
+    title: 'node scripts/build.mjs (Rust -> wasm -> pkg/)',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('scripts/build.mjs', [], { timeout: 30 * MIN });
+    },
+  },
+  {
+    name: 'consumer',
+    title: 'npm pack + install into .consumer/ (the package as users get it)',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('scripts/consumer.mjs');
+      // Later stages may reuse this install instead of packing again.
+      process.env.RETRY_WASM_CONSUMER_FRESH = '1';
+    },
+  },
+  {
+    name: 'js',
+    title: 'vitest: tests/js/ against the installed package',
+    run() {
+      requireFile('tests/js', 'the JS suite');
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('scripts/consumer.mjs');
+      process.env.RETRY_WASM_CONSUMER_FRESH = '1';
+      const dest = path.join(CONSUMER, 'tests');
+      fs.rmSync(dest, { recursive: true, force: true });
+      fs.cpSync(path.join(ROOT, 'tests', 'js'), dest, { recursive: true });
+      const vitest = path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs');
+      const config = fs.existsSync(path.join(dest, 'vitest.config.mjs')) ? ['--config', 'vitest.config.mjs'] : [];
+      sh(process.execPath, [vitest, 'run', ...config], { cwd: dest });
+    },
+  },
+  {
+    name: 'types',
+    title: 'tsc --noEmit (strict) against the installed package',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/types/run.mjs');
+    },
+  },
+  {
+    name: 'runtimes',
+    title: 'smoke test in Node, worker_threads, Deno, Bun, Chromium page + worker',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/runtimes/run.mjs');
+      const chromium = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+      if (!fs.existsSync(chromium)) return `!!! Chromium page + worker SKIPPED: no ${chromium}`;
+    },
+  },
+  {
+    name: 'bundlers',
+    title: 'esbuild (browser, node) and Vite (lib, app) bundles run in Node',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/bundlers/run.mjs');
+    },
+  },
+  {
+    name: 'size',
+    title: 'node bench/size.mjs --check',
+    run() {
+      optionalFile('bench/size.mjs', 'the size budget');
+      node('bench/size.mjs', ['--check']);
+    },
+  },
+  {
+    name: 'browser',
+    title: 'node tests/browser/www.mjs',
+    run() {
+      optionalFile('tests/browser/www.mjs', 'the playground page test');
+      node('tests/browser/www.mjs');
+    },
+  },
+  {
+    name: 'demo',
+    title: 'node tests/demo/run.mjs',
+    run() {
+      optionalFile('tests/demo/run.mjs', 'the demo test');
+      node('tests/demo/run.mjs');
+    },
+  },
+];
+
+function parseArgs(argv) {
+  const i = argv.indexOf('--only');
+  if (argv.includes('--list')) {
+    for (const s of STAGES) console.log(`${s.name.padEnd(10)} ${s.title}`);
+    process.exit(0);
+  }
+  if (i < 0) return STAGES;
+  const names = (argv[i + 1] ?? '').split(',').filter(Boolean);
+  const unknown = names.filter((n) => !STAGES.some((s) => s.name === n));
+  if (!names.length || unknown.length) {
+    console.error(`--only needs stage names from: ${STAGES.map((s) => s.name).join(', ')}${unknown.length ? ` (unknown: ${unknown.join(', ')})` : ''}`);
+    process.exit(2);
+  }
+  return STAGES.filter((s) => names.includes(s.name));
+}
+
+const selected = parseArgs(process.argv.slice(2));
+const results = [];
+const bar = '═'.repeat(78);
+let stopped = false;
+
+for (const [i, stage] of selected.entries()) {
+  if (stopped) {
+    results.push({ stage, status: 'not run', secs: 0 });
+    continue;
+  }
+  console.log(`\n${bar}\n▶ stage ${i + 1}/${selected.length}: ${stage.name} — ${stage.title}\n${bar}`);
+  const t0 = performance.now();
+  let status = 'passed';
+  let note = '';
+  try {
+    note = stage.run() ?? '';
+  } catch (e) {
+    if (e instanceof Skip) {
+      status = 'skipped';
+      note = e.message;
+      console.log(`SKIP ${stage.name}: ${note}`);
+    } else {
+      status = 'failed';
+      note = e instanceof Fail ? e.message : String(e?.stack ?? e);
+      console.log(`FAIL ${stage.name}: ${note}`);
+      stopped = true;
+    }
+  }
+  results.push({ stage, status, note, secs: (performance.now() - t0) / 1000 });
+}
+
+const count = (s) => results.filter((r) => r.status === s).length;
+console.log(`\n${bar}\nsummary\n${bar}`);
+for (const r of results) {
+  const tag = { passed: 'PASS', failed: 'FAIL', skipped: 'SKIP', 'not run': '----' }[r.status];
+  console.log(`${tag}  ${r.stage.name.padEnd(10)} ${r.secs.toFixed(1).padStart(7)}s  ${r.note ?? ''}`.trimEnd());
+}
+const skipped = count('skipped');
+const notRun = count('not run');
+if (notRun) console.log(`(${notRun} stage(s) not run after the failure)`);
+console.log(`${count('passed')} passed, ${count('failed')} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(count('failed') ? 1 : 0);

@@ -1,0 +1,136 @@
+//! What the machine asks its host to do, and the small vocabularies those
+//! requests use. Discriminants are the wire codes the front end reads.
+
+use super::options::{Cb, Opt};
+
+/// The three timers a flow may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Timer {
+    /// The backoff wait before the next attempt.
+    Wait = 0,
+    /// The deadline of the running attempt (`maxExecutionTime`).
+    Attempt = 1,
+    /// The deadline of the whole flow (`maxTotalExecutionTime`).
+    Total = 2,
+}
+
+/// All timers, in wire order.
+pub const TIMERS: [Timer; 3] = [Timer::Wait, Timer::Attempt, Timer::Total];
+
+/// Why a flow was aborted (the `onAbort` reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AbortReason {
+    Manual = 0,
+    NewExecution = 1,
+    ExecutionTimeout = 2,
+    TotalTimeout = 3,
+    Signal = 4,
+}
+
+/// Why a flow ended in failure (the `onGiveUp` reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum GiveUp {
+    AttemptsExhausted = 0,
+    NotRetryable = 1,
+    ExecutionTimeout = 2,
+    BudgetExhausted = 3,
+}
+
+/// A value only a JavaScript function can provide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Eval {
+    /// `enabled(retryer)`.
+    Enabled = 0,
+    /// `shouldRetry(error, attempt, retryer)`.
+    ShouldRetry = 1,
+    /// `maxAttempts(retryer)`.
+    MaxAttempts = 2,
+    /// `baseWait(retryer)`.
+    BaseWait = 3,
+    /// `maxWait(retryer)`.
+    MaxWait = 4,
+    /// `retryAfter(error, attempt, retryer)`.
+    RetryAfter = 5,
+    /// `backoff(attempt, retryer)`.
+    Backoff = 6,
+}
+
+impl Eval {
+    /// The option whose function is evaluated.
+    pub fn opt(self) -> Opt {
+        match self {
+            Eval::Enabled => Opt::Enabled,
+            Eval::ShouldRetry => Opt::ShouldRetry,
+            Eval::MaxAttempts => Opt::MaxAttempts,
+            Eval::BaseWait => Opt::BaseWait,
+            Eval::MaxWait => Opt::MaxWait,
+            Eval::RetryAfter => Opt::RetryAfter,
+            Eval::Backoff => Opt::Backoff,
+        }
+    }
+}
+
+/// How a flow's `execute()` promise settles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Outcome {
+    /// Resolve with the successful result.
+    Result = 0,
+    /// Resolve with `undefined`.
+    Undefined = 1,
+    /// Reject with the flow's last error.
+    Reject = 2,
+    /// Reject with a `RangeError`: the function of this option returned an
+    /// invalid value.
+    Invalid(Opt) = 3,
+    /// Reject with what a callback or option function threw.
+    Thrown = 4,
+}
+
+/// An answer to an [`Effect::Eval`], as the front end classified it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Provided {
+    /// The function returned `undefined` or `null`.
+    Nothing,
+    /// The function returned a boolean (or, for truthiness checks, this is
+    /// the value's truthiness).
+    Bool(bool),
+    /// The function returned a number.
+    Number(f64),
+    /// The function returned something else.
+    Other,
+    /// The function threw.
+    Threw,
+}
+
+/// One request from the machine to its host. Every effect that concerns a
+/// flow names its generation, so the host can find that flow's values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    /// Call the function for attempt `attempt` of flow `gen`.
+    Invoke { gen: u32, attempt: u32 },
+    /// Start `timer` for `ms` milliseconds on behalf of flow `gen`.
+    StartTimer { gen: u32, timer: Timer, ms: f64 },
+    /// Clear `timer` if it is running.
+    ClearTimer { timer: Timer },
+    /// Abort the running attempt's signal (for an execution timeout, with a
+    /// `TimeoutError` that also becomes the flow's error).
+    AbortAttempt { gen: u32, reason: AbortReason },
+    /// Run callback `cb`; `arg` is the attempt for `onRetry`, the
+    /// [`AbortReason`] for `onAbort`, the [`GiveUp`] for `onGiveUp`.
+    Call { gen: u32, cb: Cb, arg: u32 },
+    /// Evaluate an option's function and answer with `provide`.
+    Eval { gen: u32, what: Eval, attempt: u32 },
+    /// Start listening to the outside `signal`.
+    Listen { gen: u32 },
+    /// Stop listening to the outside `signal`.
+    Unlisten { gen: u32 },
+    /// State changed and someone subscribed: notify listeners.
+    StateChanged,
+    /// Settle flow `gen`'s promise.
+    Finish { gen: u32, outcome: Outcome },
+}

@@ -1,0 +1,966 @@
+//! The retry state machine: inputs in, effects out.
+//!
+//! Sans-IO in the way `quinn-proto` is: every input carries `now` in ms, the
+//! machine never reads a clock, never sleeps and never calls user code. It
+//! queues [`Effect`]s that the host pops one at a time with
+//! [`Machine::next_effect`]. Because the host pops an effect before carrying
+//! it out, a callback that re-enters (abort, execute, setOptions) only adds
+//! inputs; the machine drops whatever the ended flow still had queued.
+//!
+//! Every flow has a generation number; late settlements, answers and timers
+//! of an older flow or attempt are ignored.
+
+use std::collections::VecDeque;
+
+use super::backoff::{self, Backoff, Jitter};
+use super::budget::Budgets;
+use super::effect::{AbortReason, Effect, Eval, GiveUp, Outcome, Provided, Timer, TIMERS};
+use super::options::{check_max_attempts, Cb, Flag, Num, Policy, Throw};
+use super::random::Rng;
+use super::state::{State, Status};
+
+/// What an active flow is doing.
+#[derive(Clone, Debug, PartialEq)]
+enum Phase {
+    /// The function's promise for `attempt` is pending.
+    Attempt,
+    /// A failed attempt waits for values from option functions.
+    Gathering(Gather),
+    /// The retry is decided; its callbacks are queued.
+    Deciding,
+    /// The backoff timer runs.
+    Waiting,
+}
+
+/// Why the attempt under consideration failed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cause {
+    Error,
+    Timeout,
+}
+
+/// Values collected for the decision after a failed attempt.
+#[derive(Clone, Debug, PartialEq)]
+struct Gather {
+    cause: Cause,
+    awaiting: Option<Eval>,
+    should_retry: Option<bool>,
+    max_attempts: Option<f64>,
+    decided: Option<Option<GiveUp>>,
+    base_wait: Option<f64>,
+    max_wait: Option<f64>,
+    retry_after: Option<Option<f64>>,
+    custom: Option<f64>,
+}
+
+impl Gather {
+    fn new(cause: Cause) -> Gather {
+        Gather {
+            cause,
+            awaiting: None,
+            should_retry: None,
+            max_attempts: None,
+            decided: None,
+            base_wait: None,
+            max_wait: None,
+            retry_after: None,
+            custom: None,
+        }
+    }
+}
+
+/// One `execute()` from start to decision.
+#[derive(Clone, Debug, PartialEq)]
+struct Flow {
+    gen: u32,
+    started: f64,
+    attempt: u32,
+    phase: Phase,
+    deadline: f64,
+    prev_delay: Option<f64>,
+    listening: bool,
+}
+
+/// A queued item: an effect for the host, or a step the machine takes
+/// itself when the host reaches it (so state changes land between the
+/// callbacks they belong between).
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    Out(Effect),
+    /// After the retry callbacks: wait, retry at once, or time out.
+    Continue {
+        gen: u32,
+        attempt: u32,
+        delay: f64,
+        decided_at: f64,
+    },
+    /// After `onError` of a final failure: the flow is no longer executing.
+    Finalize { gen: u32 },
+    /// The execution-timeout error now is the last error.
+    MarkError { gen: u32 },
+}
+
+impl Step {
+    fn gen(&self) -> Option<u32> {
+        match self {
+            Step::Out(e) => match *e {
+                Effect::Invoke { gen, .. }
+                | Effect::StartTimer { gen, .. }
+                | Effect::AbortAttempt { gen, .. }
+                | Effect::Call { gen, .. }
+                | Effect::Eval { gen, .. }
+                | Effect::Listen { gen }
+                | Effect::Unlisten { gen }
+                | Effect::Finish { gen, .. } => Some(gen),
+                _ => None,
+            },
+            Step::Continue { gen, .. } | Step::Finalize { gen } | Step::MarkError { gen } => {
+                Some(*gen)
+            }
+        }
+    }
+
+    /// Steps that only make sense while their flow goes on; an abort drops
+    /// them. Clean-up (clearing timers, unlistening) and settling stay.
+    fn is_progress(&self) -> bool {
+        match self {
+            Step::Out(e) => matches!(
+                e,
+                Effect::Invoke { .. }
+                    | Effect::StartTimer { .. }
+                    | Effect::Call { .. }
+                    | Effect::Eval { .. }
+                    | Effect::Listen { .. }
+                    | Effect::AbortAttempt { .. }
+            ),
+            Step::Continue { .. } | Step::MarkError { .. } => true,
+            Step::Finalize { .. } => false,
+        }
+    }
+}
+
+/// A pending `execute()` whose `enabled` function is being evaluated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PendingStart {
+    gen: u32,
+    now: f64,
+    outside_aborted: bool,
+}
+
+/// The retry state machine of one retryer.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    policy: Policy,
+    state: State,
+    flow: Option<Flow>,
+    pending_start: Option<PendingStart>,
+    last_gen: u32,
+    last_started: u32,
+    rng: Rng,
+    queue: VecDeque<Step>,
+    front: Vec<Step>,
+    expanding: bool,
+    armed: [bool; 3],
+    listeners: bool,
+    enabled_hint: bool,
+}
+
+impl Machine {
+    /// A machine with `policy` (already validated). `entropy` seeds the
+    /// jitter generator unless the policy has a `seed`.
+    pub fn new(policy: Policy, entropy: u64) -> Machine {
+        let rng = match policy.seed {
+            Some(seed) => Rng::from_f64(seed),
+            None => Rng::new(entropy),
+        };
+        let init = policy.initial_state;
+        let state = State {
+            execution_count: init.execution_count.unwrap_or(0.0),
+            last_execution_time: init.last_execution_time.unwrap_or(0.0),
+            total_execution_time: init.total_execution_time.unwrap_or(0.0),
+            has_last_result: init.has_last_result,
+            has_last_error: init.has_last_error,
+            ..State::default()
+        };
+        let enabled_hint = policy.enabled != Flag::Static(false);
+        Machine {
+            policy,
+            state,
+            flow: None,
+            pending_start: None,
+            last_gen: 0,
+            last_started: 0,
+            rng,
+            queue: VecDeque::new(),
+            front: Vec::new(),
+            expanding: false,
+            armed: [false; 3],
+            listeners: false,
+            enabled_hint,
+        }
+    }
+
+    /// The current policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The numeric state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// `status`, from the state and what is known of `enabled`.
+    pub fn status(&self) -> Status {
+        self.state.status(self.enabled_hint)
+    }
+
+    /// Whether a flow is active (started and not yet decided).
+    pub fn is_active(&self) -> bool {
+        self.flow.is_some()
+    }
+
+    /// The generation of the newest `execute()`.
+    pub fn last_gen(&self) -> u32 {
+        self.last_gen
+    }
+
+    /// Whether effects are waiting to be popped.
+    pub fn has_effects(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// Replaces the policy (`setOptions`, already validated). Does not touch
+    /// a running flow; dynamic values are read at the next decision. A new
+    /// `seed` restarts the jitter sequence.
+    pub fn set_policy(&mut self, policy: Policy) {
+        if policy.seed.is_some() && policy.seed != self.policy.seed {
+            self.rng = Rng::from_f64(policy.seed.unwrap_or(0.0));
+        }
+        let hint = match policy.enabled {
+            Flag::Static(b) => b,
+            Flag::Dynamic => self.enabled_hint,
+        };
+        self.policy = policy;
+        self.set_enabled_hint(hint);
+    }
+
+    /// What the host learnt of a dynamic `enabled` outside a flow.
+    pub fn set_enabled_hint(&mut self, enabled: bool) {
+        if self.enabled_hint != enabled {
+            self.enabled_hint = enabled;
+            self.touch();
+        }
+    }
+
+    /// Whether anyone subscribed to state changes.
+    pub fn set_listeners(&mut self, any: bool) {
+        self.listeners = any;
+    }
+
+    /// `reset()`: the default state; an active flow goes on.
+    pub fn reset(&mut self) {
+        let version = self.state.version;
+        self.state = State {
+            version,
+            ..State::default()
+        };
+        self.touch();
+    }
+
+    /// The next effect to carry out, if any.
+    pub fn next_effect(&mut self) -> Option<Effect> {
+        while let Some(step) = self.queue.pop_front() {
+            match step {
+                Step::Out(effect) => {
+                    match effect {
+                        Effect::StartTimer { timer, .. } => self.armed[timer as usize] = true,
+                        Effect::ClearTimer { timer } => self.armed[timer as usize] = false,
+                        _ => {}
+                    }
+                    return Some(effect);
+                }
+                Step::Continue {
+                    gen,
+                    attempt,
+                    delay,
+                    decided_at,
+                } => {
+                    self.expanding = true;
+                    self.continue_after_callbacks(gen, attempt, delay, decided_at);
+                    self.flush_front();
+                }
+                Step::Finalize { gen } => {
+                    if gen == self.last_started && self.flow.is_none() && self.state.is_executing {
+                        self.state.is_executing = false;
+                        self.expanding = true;
+                        self.touch();
+                        self.flush_front();
+                    }
+                }
+                Step::MarkError { gen } => {
+                    if self.flow.as_ref().map(|f| f.gen) == Some(gen) || gen == self.last_started {
+                        self.state.has_last_error = true;
+                        self.expanding = true;
+                        self.touch();
+                        self.flush_front();
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// `execute()`: returns the generation of the new flow.
+    pub fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
+        self.last_gen = self.last_gen.wrapping_add(1);
+        let gen = self.last_gen;
+        if let Some(old) = self.pending_start.take() {
+            self.emit(Effect::Finish {
+                gen: old.gen,
+                outcome: Outcome::Undefined,
+            });
+        }
+        match self.policy.enabled {
+            Flag::Static(true) => self.start(gen, now, outside_aborted),
+            Flag::Static(false) => self.emit(Effect::Finish {
+                gen,
+                outcome: Outcome::Undefined,
+            }),
+            Flag::Dynamic => {
+                self.pending_start = Some(PendingStart {
+                    gen,
+                    now,
+                    outside_aborted,
+                });
+                self.emit(Effect::Eval {
+                    gen,
+                    what: Eval::Enabled,
+                    attempt: 0,
+                });
+            }
+        }
+        gen
+    }
+
+    /// The attempt `attempt` of flow `gen` fulfilled.
+    pub fn attempt_ok(&mut self, gen: u32, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
+        if !self.is_running(gen, attempt) {
+            return;
+        }
+        let Some(flow) = self.flow.take() else {
+            return;
+        };
+        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
+            b.record_success();
+        }
+        self.clear_timers();
+        self.unlisten(&flow);
+        let s = &mut self.state;
+        s.execution_count += 1.0;
+        s.is_executing = false;
+        s.last_execution_time = now;
+        s.total_execution_time = (now - flow.started).max(0.0);
+        s.current_attempt = 0;
+        s.has_last_result = true;
+        self.touch();
+        self.call(gen, Cb::Success, 0);
+        self.call(gen, Cb::Settled, 0);
+        self.emit(Effect::Finish {
+            gen,
+            outcome: Outcome::Result,
+        });
+    }
+
+    /// The attempt `attempt` of flow `gen` rejected (or threw). `abort_error`
+    /// says the error's name is `AbortError`: a cancellation, not a failure.
+    pub fn attempt_err(
+        &mut self,
+        gen: u32,
+        attempt: u32,
+        abort_error: bool,
+        now: f64,
+        budgets: &mut dyn Budgets,
+    ) {
+        if !self.is_running(gen, attempt) {
+            return;
+        }
+        self.clear_timer(Timer::Attempt);
+        if abort_error {
+            let Some(flow) = self.flow.take() else {
+                return;
+            };
+            self.clear_timers();
+            self.unlisten(&flow);
+            self.state.is_executing = false;
+            self.touch();
+            self.call(gen, Cb::Settled, 0);
+            self.emit(Effect::Finish {
+                gen,
+                outcome: Outcome::Undefined,
+            });
+            return;
+        }
+        self.state.has_last_error = true;
+        self.touch();
+        if let Some(flow) = self.flow.as_mut() {
+            flow.phase = Phase::Gathering(Gather::new(Cause::Error));
+        }
+        self.gather(now, budgets);
+    }
+
+    /// A timer fired.
+    pub fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
+        if !self.armed[timer as usize] {
+            return;
+        }
+        self.armed[timer as usize] = false;
+        let Some(flow) = self.flow.as_ref() else {
+            return;
+        };
+        let (gen, attempt) = (flow.gen, flow.attempt);
+        let waiting = flow.phase == Phase::Waiting;
+        let attempting = flow.phase == Phase::Attempt;
+        match timer {
+            Timer::Wait if waiting => self.begin_attempt(attempt.saturating_add(1)),
+            Timer::Attempt if attempting => self.execution_timeout(gen, now, budgets),
+            Timer::Total => self.total_timeout(),
+            _ => {}
+        }
+    }
+
+    /// `abort()` (reason `Manual`) or the outside signal fired (`Signal`).
+    /// Without an active flow nothing happens.
+    pub fn abort(&mut self, reason: AbortReason) {
+        if let Some(flow) = self.flow.take() {
+            self.abort_flow(flow, reason);
+        }
+    }
+
+    /// A callback or listener of flow `gen` threw. An active flow ends at
+    /// once; a decided one keeps its course but rejects with what was thrown.
+    pub fn callback_threw(&mut self, gen: u32) {
+        if self.flow.as_ref().map(|f| f.gen) == Some(gen) {
+            if let Some(flow) = self.flow.take() {
+                self.drop_queued(gen);
+                if flow.phase == Phase::Attempt {
+                    self.emit(Effect::AbortAttempt {
+                        gen,
+                        reason: AbortReason::Manual,
+                    });
+                }
+                self.end_quietly(&flow, Outcome::Thrown);
+            }
+            return;
+        }
+        for step in self.queue.iter_mut() {
+            if let Step::Out(Effect::Finish { gen: g, outcome }) = step {
+                if *g == gen {
+                    *outcome = Outcome::Thrown;
+                }
+            }
+        }
+    }
+
+    /// The answer to an [`Effect::Eval`] of flow `gen`.
+    pub fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
+        if let Some(pending) = self.pending_start {
+            if pending.gen == gen {
+                self.pending_start = None;
+                match value {
+                    Provided::Threw => self.emit(Effect::Finish {
+                        gen,
+                        outcome: Outcome::Thrown,
+                    }),
+                    v => {
+                        let enabled = matches!(v, Provided::Bool(true));
+                        self.set_enabled_hint(enabled);
+                        if enabled {
+                            self.start(gen, pending.now, pending.outside_aborted);
+                        } else {
+                            self.emit(Effect::Finish {
+                                gen,
+                                outcome: Outcome::Undefined,
+                            });
+                        }
+                    }
+                }
+                return;
+            }
+        }
+        let total_finite = self.policy.max_total_execution_time.is_finite();
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
+        if flow.gen != gen {
+            return;
+        }
+        let Phase::Gathering(g) = &mut flow.phase else {
+            return;
+        };
+        let Some(what) = g.awaiting.take() else {
+            return;
+        };
+        let accepted: Result<(), ()> = match (what, value) {
+            (_, Provided::Threw) => Err(()),
+            (Eval::ShouldRetry, v) => {
+                g.should_retry = Some(matches!(v, Provided::Bool(true)));
+                Ok(())
+            }
+            (Eval::MaxAttempts, Provided::Number(v)) => match check_max_attempts(v) {
+                Ok(v) if v.is_finite() || total_finite => {
+                    g.max_attempts = Some(v);
+                    Ok(())
+                }
+                _ => Err(()),
+            },
+            (Eval::BaseWait, Provided::Number(v)) if v.is_finite() && v >= 0.0 => {
+                g.base_wait = Some(v);
+                Ok(())
+            }
+            (Eval::MaxWait, Provided::Number(v)) if v >= 0.0 => {
+                g.max_wait = Some(v);
+                Ok(())
+            }
+            (Eval::RetryAfter, Provided::Nothing) => {
+                g.retry_after = Some(None);
+                Ok(())
+            }
+            (Eval::RetryAfter, Provided::Number(v)) if v.is_finite() && v >= 0.0 => {
+                g.retry_after = Some(Some(v));
+                Ok(())
+            }
+            (Eval::Backoff, Provided::Number(v)) if v.is_finite() && v >= 0.0 => {
+                g.custom = Some(v);
+                Ok(())
+            }
+            _ => Err(()),
+        };
+        if accepted.is_err() {
+            let outcome = if value == Provided::Threw {
+                Outcome::Thrown
+            } else {
+                Outcome::Invalid(what.opt())
+            };
+            if let Some(flow) = self.flow.take() {
+                self.end_quietly(&flow, outcome);
+            }
+            return;
+        }
+        self.gather(now, budgets);
+    }
+
+    // ----- flow steps -----
+
+    fn start(&mut self, gen: u32, now: f64, outside_aborted: bool) {
+        if let Some(old) = self.flow.take() {
+            self.abort_flow(old, AbortReason::NewExecution);
+        }
+        self.last_started = gen;
+        if outside_aborted {
+            self.call(gen, Cb::Abort, AbortReason::Signal as u32);
+            self.emit(Effect::Finish {
+                gen,
+                outcome: Outcome::Undefined,
+            });
+            return;
+        }
+        self.state.is_executing = true;
+        self.state.current_attempt = 1;
+        self.state.has_last_error = false;
+        let total = self.policy.max_total_execution_time;
+        let listening = self.policy.signal;
+        self.flow = Some(Flow {
+            gen,
+            started: now,
+            attempt: 1,
+            phase: Phase::Attempt,
+            deadline: now + total,
+            prev_delay: None,
+            listening,
+        });
+        if listening {
+            self.emit(Effect::Listen { gen });
+        }
+        if total.is_finite() {
+            if total <= 0.0 {
+                self.touch();
+                self.total_timeout();
+                return;
+            }
+            self.emit(Effect::StartTimer {
+                gen,
+                timer: Timer::Total,
+                ms: backoff::clamp_delay(total),
+            });
+        }
+        self.begin_attempt(1);
+    }
+
+    fn begin_attempt(&mut self, attempt: u32) {
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
+        flow.attempt = attempt;
+        flow.phase = Phase::Attempt;
+        let gen = flow.gen;
+        self.state.current_attempt = attempt;
+        self.state.is_executing = true;
+        self.touch();
+        let limit = self.policy.max_execution_time;
+        if limit.is_finite() {
+            self.emit(Effect::StartTimer {
+                gen,
+                timer: Timer::Attempt,
+                ms: backoff::clamp_delay(limit),
+            });
+        }
+        self.emit(Effect::Invoke { gen, attempt });
+    }
+
+    fn execution_timeout(&mut self, gen: u32, now: f64, budgets: &mut dyn Budgets) {
+        self.call(gen, Cb::ExecutionTimeout, 0);
+        self.emit(Effect::AbortAttempt {
+            gen,
+            reason: AbortReason::ExecutionTimeout,
+        });
+        self.push(Step::MarkError { gen });
+        if self.policy.retry_on_execution_timeout {
+            if let Some(flow) = self.flow.as_mut() {
+                flow.phase = Phase::Gathering(Gather::new(Cause::Timeout));
+            }
+            self.gather(now, budgets);
+            return;
+        }
+        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
+            b.record_failure();
+        }
+        if let Some(flow) = self.flow.take() {
+            self.call(gen, Cb::Abort, AbortReason::ExecutionTimeout as u32);
+            self.give_up(&flow, GiveUp::ExecutionTimeout);
+        }
+    }
+
+    fn total_timeout(&mut self) {
+        let Some(flow) = self.flow.take() else {
+            return;
+        };
+        let gen = flow.gen;
+        self.drop_queued(gen);
+        self.call(gen, Cb::TotalExecutionTimeout, 0);
+        self.emit(Effect::AbortAttempt {
+            gen,
+            reason: AbortReason::TotalTimeout,
+        });
+        self.clear_timers();
+        self.unlisten(&flow);
+        self.state.is_executing = false;
+        self.touch();
+        self.call(gen, Cb::Abort, AbortReason::TotalTimeout as u32);
+        self.emit(Effect::Finish {
+            gen,
+            outcome: Outcome::Undefined,
+        });
+    }
+
+    fn abort_flow(&mut self, flow: Flow, reason: AbortReason) {
+        let gen = flow.gen;
+        self.drop_queued(gen);
+        self.emit(Effect::AbortAttempt { gen, reason });
+        self.clear_timers();
+        self.unlisten(&flow);
+        self.state.is_executing = false;
+        self.touch();
+        self.call(gen, Cb::Abort, reason as u32);
+        self.emit(Effect::Finish {
+            gen,
+            outcome: Outcome::Undefined,
+        });
+    }
+
+    /// Ends a flow without callbacks (invalid dynamic value, a throwing
+    /// callback or option function).
+    fn end_quietly(&mut self, flow: &Flow, outcome: Outcome) {
+        self.clear_timers();
+        self.unlisten(flow);
+        self.state.is_executing = false;
+        self.touch();
+        self.emit(Effect::Finish {
+            gen: flow.gen,
+            outcome,
+        });
+    }
+
+    /// The final failure of a flow that was already taken out of `self.flow`.
+    fn give_up(&mut self, flow: &Flow, reason: GiveUp) {
+        let gen = flow.gen;
+        self.clear_timers();
+        self.unlisten(flow);
+        self.call(gen, Cb::Error, 0);
+        self.push(Step::Finalize { gen });
+        self.call(gen, Cb::LastError, 0);
+        self.call(gen, Cb::GiveUp, reason as u32);
+        self.call(gen, Cb::Settled, 0);
+        let outcome = match self.policy.throw_mode() {
+            Throw::Last | Throw::Always => Outcome::Reject,
+            Throw::Never => Outcome::Undefined,
+        };
+        self.emit(Effect::Finish { gen, outcome });
+    }
+
+    /// Collects what the decision after a failed attempt needs, asking for
+    /// one function value at a time, then decides.
+    fn gather(&mut self, now: f64, budgets: &mut dyn Budgets) {
+        let policy = &self.policy;
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
+        let gen = flow.gen;
+        let attempt = flow.attempt;
+        let Phase::Gathering(g) = &mut flow.phase else {
+            return;
+        };
+        let ask = |g: &mut Gather, what: Eval| {
+            g.awaiting = Some(what);
+            Step::Out(Effect::Eval { gen, what, attempt })
+        };
+        if policy.should_retry && g.should_retry.is_none() {
+            let step = ask(g, Eval::ShouldRetry);
+            self.push(step);
+            return;
+        }
+        let should = g.should_retry.unwrap_or(true);
+        if should && policy.max_attempts == Num::Dynamic && g.max_attempts.is_none() {
+            let step = ask(g, Eval::MaxAttempts);
+            self.push(step);
+            return;
+        }
+        if g.decided.is_none() {
+            let max = effective_max_attempts(policy, g.max_attempts);
+            let budget = policy.budget.and_then(|id| budgets.budget(id));
+            let mut verdict = if !should {
+                Some(GiveUp::NotRetryable)
+            } else if f64::from(attempt) >= max {
+                Some(GiveUp::AttemptsExhausted)
+            } else {
+                None
+            };
+            if let Some(b) = budget {
+                b.record_failure();
+                if verdict.is_none() && !b.allows_retry() {
+                    verdict = Some(GiveUp::BudgetExhausted);
+                }
+            }
+            g.decided = Some(verdict);
+        }
+        if let Some(Some(reason)) = g.decided {
+            let cause = g.cause;
+            if let Some(flow) = self.flow.take() {
+                if cause == Cause::Timeout && reason == GiveUp::AttemptsExhausted {
+                    // A timed-out last attempt: the contract's reason for it.
+                    self.give_up(&flow, GiveUp::ExecutionTimeout);
+                } else {
+                    self.give_up(&flow, reason);
+                }
+            }
+            return;
+        }
+        let uses_base = policy.intervals.is_none() && policy.backoff != Backoff::Custom;
+        let base_dynamic = policy.base_wait == Num::Dynamic;
+        if uses_base && base_dynamic && g.base_wait.is_none() {
+            let step = ask(g, Eval::BaseWait);
+            self.push(step);
+            return;
+        }
+        if policy.max_wait == Num::Dynamic && g.max_wait.is_none() {
+            let step = ask(g, Eval::MaxWait);
+            self.push(step);
+            return;
+        }
+        if policy.retry_after && g.retry_after.is_none() {
+            let step = ask(g, Eval::RetryAfter);
+            self.push(step);
+            return;
+        }
+        if policy.intervals.is_none() && policy.backoff == Backoff::Custom && g.custom.is_none() {
+            let step = ask(g, Eval::Backoff);
+            self.push(step);
+            return;
+        }
+        let inputs = DelayInputs {
+            attempt,
+            base: match policy.base_wait {
+                Num::Static(v) => v,
+                Num::Dynamic => g.base_wait.unwrap_or(0.0),
+            },
+            max_wait: match policy.max_wait {
+                Num::Static(v) => v,
+                Num::Dynamic => g.max_wait.unwrap_or(f64::INFINITY),
+            },
+            retry_after: g.retry_after.flatten(),
+            custom: g.custom.unwrap_or(0.0),
+        };
+        flow.phase = Phase::Deciding;
+        let delay = self.delay(inputs);
+        self.call(gen, Cb::Error, 0);
+        self.call(gen, Cb::Retry, attempt);
+        self.call(gen, Cb::Settled, 0);
+        self.push(Step::Continue {
+            gen,
+            attempt,
+            delay,
+            decided_at: now,
+        });
+    }
+
+    fn delay(&mut self, d: DelayInputs) -> f64 {
+        if let Some(hint) = d.retry_after {
+            return backoff::clamp_delay(hint);
+        }
+        let policy = &self.policy;
+        let nominal = if let Some(list) = policy.intervals.as_ref() {
+            let i = (d.attempt.max(1) - 1) as usize;
+            list.get(i).or(list.last()).copied().unwrap_or(0.0)
+        } else {
+            match policy.backoff {
+                Backoff::Custom => d.custom,
+                Backoff::Decorrelated => {
+                    let prev = self
+                        .flow
+                        .as_ref()
+                        .and_then(|f| f.prev_delay)
+                        .unwrap_or(d.base);
+                    let next = backoff::decorrelated(prev, d.base, d.max_wait, self.rng.unit());
+                    if let Some(flow) = self.flow.as_mut() {
+                        flow.prev_delay = Some(next);
+                    }
+                    return backoff::clamp_delay(next);
+                }
+                kind => backoff::nominal(kind, d.attempt, d.base, policy.multiplier),
+            }
+        };
+        let capped = backoff::cap(nominal, d.max_wait);
+        let jittered = match policy.jitter {
+            Some(how @ Jitter::Full) => backoff::jitter(capped, how, self.rng.unit()),
+            Some(how @ Jitter::Proportional(_)) if capped > 0.0 => {
+                backoff::jitter(capped, how, self.rng.unit())
+            }
+            _ => capped,
+        };
+        backoff::clamp_delay(jittered)
+    }
+
+    fn continue_after_callbacks(&mut self, gen: u32, attempt: u32, delay: f64, decided_at: f64) {
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
+        if flow.gen != gen || flow.phase != Phase::Deciding {
+            return;
+        }
+        if decided_at + delay >= flow.deadline {
+            self.total_timeout();
+            return;
+        }
+        if delay <= 0.0 {
+            self.begin_attempt(attempt.saturating_add(1));
+            return;
+        }
+        flow.phase = Phase::Waiting;
+        flow.attempt = attempt;
+        self.state.current_attempt = attempt.saturating_add(1);
+        self.touch();
+        self.emit(Effect::StartTimer {
+            gen,
+            timer: Timer::Wait,
+            ms: delay,
+        });
+    }
+
+    // ----- helpers -----
+
+    fn is_running(&self, gen: u32, attempt: u32) -> bool {
+        matches!(&self.flow, Some(f) if f.gen == gen && f.attempt == attempt && f.phase == Phase::Attempt)
+    }
+
+    fn call(&mut self, gen: u32, cb: Cb, arg: u32) {
+        if self.policy.has(cb) {
+            self.emit(Effect::Call { gen, cb, arg });
+        }
+    }
+
+    fn clear_timer(&mut self, timer: Timer) {
+        if self.armed[timer as usize] {
+            self.emit(Effect::ClearTimer { timer });
+        }
+    }
+
+    fn clear_timers(&mut self) {
+        for t in TIMERS {
+            self.clear_timer(t);
+        }
+    }
+
+    fn unlisten(&mut self, flow: &Flow) {
+        if flow.listening {
+            self.emit(Effect::Unlisten { gen: flow.gen });
+        }
+    }
+
+    fn drop_queued(&mut self, gen: u32) {
+        self.queue
+            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+        self.front
+            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+    }
+
+    fn touch(&mut self) {
+        self.state.version = self.state.version.wrapping_add(1);
+        if self.listeners {
+            self.emit(Effect::StateChanged);
+        }
+    }
+
+    fn emit(&mut self, effect: Effect) {
+        self.push(Step::Out(effect));
+    }
+
+    /// Queues a step. While a popped step is being expanded, new steps go
+    /// before everything that was queued after it.
+    fn push(&mut self, step: Step) {
+        if self.expanding {
+            self.front.push(step);
+        } else {
+            self.queue.push_back(step);
+        }
+    }
+
+    fn flush_front(&mut self) {
+        self.expanding = false;
+        for step in self.front.drain(..).rev() {
+            self.queue.push_front(step);
+        }
+    }
+}
+
+/// Inputs of one delay computation.
+struct DelayInputs {
+    attempt: u32,
+    base: f64,
+    max_wait: f64,
+    retry_after: Option<f64>,
+    custom: f64,
+}
+
+/// Total attempts allowed: `maxAttempts`, or with `intervals` one more than
+/// there are intervals (or fewer, when `maxAttempts` was given too).
+fn effective_max_attempts(policy: &Policy, dynamic: Option<f64>) -> f64 {
+    let m = match policy.max_attempts {
+        Num::Static(v) => v,
+        Num::Dynamic => dynamic.unwrap_or(1.0),
+    };
+    match policy.intervals.as_ref() {
+        Some(list) if policy.max_attempts_set => m.min(list.len() as f64 + 1.0),
+        Some(list) => list.len() as f64 + 1.0,
+        None => m,
+    }
+}

@@ -1,0 +1,16 @@
+//! The pure retry engine: no JavaScript, no clock, no I/O.
+//!
+//! Everything that decides anything lives here and is tested natively with a
+//! fake clock and fixed random numbers: option validation ([`options`]),
+//! delay schedules ([`backoff`]), the jitter generator ([`random`]), the
+//! observable state ([`state`]), the shared retry budget ([`budget`]) and the
+//! state machine that ties them together ([`machine`]), which talks to its
+//! host only through [`effect`]s.
+
+pub mod backoff;
+pub mod budget;
+pub mod effect;
+pub mod machine;
+pub mod options;
+pub mod random;
+pub mod state;

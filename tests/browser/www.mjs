@@ -1,0 +1,197 @@
+// Browser test of the www playground: serves the page, drives it in Debian's
+// chromium through playwright-core, and saves a screenshot.
+//
+//   node tests/browser/www.mjs
+//
+// Without /usr/bin/chromium it skips (exit 0) unless CI=true, where that is a failure.
+// RETRY_WASM_STANDIN=1 runs it against the development stand-in instead of pkg/.
+
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const CHROMIUM = '/usr/bin/chromium';
+const ARTIFACTS = join(ROOT, '.artifacts');
+const SCREENSHOT = join(ARTIFACTS, 'www.png');
+const CI = process.env.CI === 'true' || process.env.CI === '1';
+const STANDIN = process.env.RETRY_WASM_STANDIN === '1';
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) {
+    passed++;
+    console.log(`  ok    ${name}`);
+  } else {
+    failed++;
+    console.log(`  FAIL  ${name}${detail ? `: ${detail}` : ''}`);
+  }
+  return ok;
+}
+/** Set a control's value the way a user would (ranges cannot be `fill`ed). */
+function setValue(tab, selector, value) {
+  return tab.$eval(
+    selector,
+    (el, v) => {
+      el.value = v;
+      el.dispatchEvent(new Event('input', { bubbles: true }));
+      el.dispatchEvent(new Event('change', { bubbles: true }));
+    },
+    value,
+  );
+}
+function finish() {
+  console.log(`\nwww: ${passed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+if (!existsSync(CHROMIUM)) {
+  if (CI) {
+    check(`chromium at ${CHROMIUM}`, false, 'missing under CI (install Debian chromium)');
+    finish();
+    process.exit(1);
+  }
+  console.log('\n*** SKIP tests/browser/www.mjs: no chromium at /usr/bin/chromium (apt-get install chromium); the playground was NOT tested ***\n');
+  process.exit(0);
+}
+if (!STANDIN && !existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
+  check('package built (pkg/wasm-bytes.js)', false, 'run `npm run build` first');
+  finish();
+  process.exit(1);
+}
+
+const { chromium } = await import('playwright-core');
+const { startServer } = await import(join(ROOT, 'www', 'serve.mjs'));
+
+const server = await startServer({ port: 0, standin: STANDIN });
+let browser;
+const problems = [];
+try {
+  console.log(`www playground at ${server.url}${STANDIN ? ' (stand-in)' : ''}`);
+
+  // --- the server itself
+  const get = (path) => fetch(new URL(path, server.url));
+  const entry = await get(STANDIN ? '/dev-standin.js' : '/retry-wasm/js/index.js');
+  check(`server: ${STANDIN ? 'stand-in' : 'package entry'} served as text/javascript`, entry.ok && /^text\/javascript/.test(entry.headers.get('content-type') ?? ''), `${entry.status} ${entry.headers.get('content-type')}`);
+  const page = await get('/');
+  const html = await page.text();
+  check('server: index.html has an import map for retry-wasm', page.ok && /"retry-wasm"\s*:/.test(html));
+  const escapes = await Promise.all(
+    ['/retry-wasm/package.json', '/retry-wasm/js/../package.json', '/retry-wasm/%2e%2e/package.json', '/retry-wasm/src/lib.rs', '/serve.mjs', '/..%2fpackage.json'].map((p) => get(p).then((r) => r.status)),
+  );
+  check('server: nothing outside www/, js/ and pkg/ is served', escapes.every((st) => st === 404), escapes.join(','));
+  if (!STANDIN) {
+    const standin = await get('/dev-standin.js');
+    check('server: no stand-in without RETRY_WASM_STANDIN=1', standin.status === 404, String(standin.status));
+  }
+
+  // --- the page in chromium
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const tab = await context.newPage();
+  tab.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console.error: ${msg.text()}`);
+  });
+  tab.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  tab.on('requestfailed', (req) => problems.push(`request failed: ${req.url()} ${req.failure()?.errorText ?? ''}`));
+  tab.on('response', (res) => {
+    if (res.status() >= 400) problems.push(`HTTP ${res.status()} for ${res.url()}`);
+  });
+
+  await tab.goto(server.url, { waitUntil: 'load' });
+  const ready = await tab
+    .waitForSelector('body[data-ready="true"]', { timeout: 20_000 })
+    .then(() => true, () => false);
+  check('page loads retry-wasm and becomes ready', ready, problems.join('; '));
+  const engine = await tab.textContent('[data-testid="engine"]');
+  check(`engine badge (${engine.trim()})`, STANDIN ? /stand-in/.test(engine) : /WebAssembly/.test(engine), engine);
+
+  // The thundering-herd view: two histograms, and jitter lowers the peak.
+  const bars = await tab.evaluate(() => ({
+    plain: document.querySelectorAll('[data-testid="histogram-plain"] rect.bar').length,
+    jitter: document.querySelectorAll('[data-testid="histogram-jitter"] rect.bar').length,
+  }));
+  check('herd: histogram without jitter is drawn', bars.plain > 0, JSON.stringify(bars));
+  check('herd: histogram with jitter is drawn, with more distinct bars', bars.jitter > bars.plain, JSON.stringify(bars));
+  const peaks = await tab.$$eval('.herd-charts .peak', (els) => els.map((e) => Number(e.textContent.match(/peak ([\d,]+)/)[1].replace(/,/g, ''))));
+  check('herd: jitter lowers the peak request rate', peaks.length === 2 && peaks[1] < peaks[0], JSON.stringify(peaks));
+  const herdNote = await tab.textContent('[data-testid="herd-note"]');
+  check('herd: computed by the library in a worker', /computed by retry-wasm itself/.test(herdNote), herdNote);
+
+  // Abort: a run whose attempt hangs, aborted from the page.
+  await setValue(tab, '#failureRate', '0');
+  await setValue(tab, '#hang', '1');
+  await tab.click('[data-testid="run"]');
+  await tab.waitForSelector('[data-testid="timeline"] li.tl-row', { timeout: 10_000 });
+  await tab.waitForFunction(() => document.querySelector('[data-testid="state"] [data-field="isExecuting"]')?.textContent === 'true', null, { timeout: 5_000 });
+  await tab.click('[data-testid="abort"]');
+  const aborted = await tab
+    .waitForFunction(() => /aborted/.test(document.querySelector('[data-testid="run-status"]')?.textContent ?? ''), null, { timeout: 5_000 })
+    .then(() => true, () => false);
+  check('abort button aborts the flow', aborted, await tab.textContent('[data-testid="run-status"]'));
+  const abortedRow = await tab.textContent('[data-testid="timeline"] li.tl-row');
+  check('aborted attempt row says so', /attempt 1 — aborted/.test(abortedRow), abortedRow);
+  const idle = await tab.textContent('[data-field="isExecuting"]');
+  check('state panel: isExecuting false after abort', idle === 'false', idle);
+
+  // A full run with a seed (reproducible where the build supports seeds).
+  await setValue(tab, '#hang', '0.1');
+  await setValue(tab, '#failureRate', '0.6');
+  if (await tab.isEnabled('#seed')) await tab.fill('#seed', '55'); // fail, fail, hang, ok
+  await tab.click('[data-testid="run"]');
+  const rows = await tab
+    .waitForFunction(() => [...document.querySelectorAll('[data-testid="timeline"] li.tl-row')].some((li) => /attempt \d+/.test(li.textContent)), null, { timeout: 10_000 })
+    .then(() => true, () => false);
+  check('timeline shows rows "attempt N ..."', rows);
+  const finished = await tab
+    .waitForFunction(() => document.querySelector('[data-testid="run-status"]')?.dataset.state === 'done', null, { timeout: 30_000 })
+    .then(() => true, () => false);
+  check('the run finishes', finished, await tab.textContent('[data-testid="run-status"]'));
+  const rowTexts = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
+  check('every row reads "attempt N — ..."', rowTexts.length > 0 && rowTexts.every((t, i) => t.startsWith(`attempt ${i + 1} — `)), JSON.stringify(rowTexts));
+  const multi = rowTexts.length < 2 || /wait/.test(rowTexts[0]);
+  check('a retried attempt shows its wait', multi, rowTexts[0]);
+  const chart = await tab.evaluate(() => {
+    const svg = document.querySelector('[data-testid="timeline"] svg');
+    if (!svg) return null;
+    const box = svg.getBoundingClientRect();
+    return {
+      width: box.width,
+      height: box.height,
+      bars: svg.querySelectorAll('rect[class^="fill-"]').length,
+    };
+  });
+  check('timeline SVG chart has attempt bars', chart && chart.width > 300 && chart.height > 40 && chart.bars >= rowTexts.length, JSON.stringify(chart));
+  const state = await tab.$$eval('[data-testid="state"] dt', (els) => els.map((e) => e.textContent));
+  const FIELDS = ['status', 'currentAttempt', 'isExecuting', 'executionCount', 'lastError', 'lastResult', 'lastExecutionTime', 'totalExecutionTime'];
+  check('state panel shows the eight state fields', FIELDS.every((f) => state.includes(f)) && state.length === 8, JSON.stringify(state));
+  const status = await tab.textContent('[data-field="status"]');
+  check('state panel: status is idle after the run', status.trim() === 'idle', status);
+  const runStatus = await tab.textContent('[data-testid="run-status"]');
+  if (/succeeded/.test(runStatus)) {
+    const count = await tab.textContent('[data-field="executionCount"]');
+    check('state panel: executionCount counted the success', Number(count) >= 1, count);
+  }
+
+  // Layout at 1280x900: nothing wider than the viewport.
+  const overflow = await tab.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  check('no horizontal overflow at 1280x900', overflow <= 0, `${overflow}px`);
+
+  await tab.waitForTimeout(800); // let the state panel's change highlight fade
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await tab.screenshot({ path: SCREENSHOT, fullPage: true });
+  check(`screenshot saved to ${SCREENSHOT}`, existsSync(SCREENSHOT));
+
+  check('no console errors, page errors or failed requests', problems.length === 0, problems.join('; '));
+  await context.close();
+} catch (err) {
+  check('test ran to the end', false, err && err.stack);
+} finally {
+  await browser?.close().catch(() => {});
+  await server.close();
+}
+finish();

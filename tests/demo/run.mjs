@@ -1,0 +1,127 @@
+// Runs `node demo/run.mjs` as a child process and checks that the demo
+// (1) exits by itself, with code 0, well within a minute;
+// (2) reports, in its machine-readable `DEMO-RESULT {json}` line, that every
+//     scenario reached its expected outcome and nothing was left behind;
+// (3) leaves no process behind (its process group is empty afterwards) and
+//     no server listening on the port it used;
+// (4) prints no colour codes when stdout is not a TTY.
+//
+// Usage: node tests/demo/run.mjs   (prints `N passed, N failed`; exit 1 on failure)
+// Set RETRY_WASM_DEMO_STANDIN=1 to run the demo against its development stand-in.
+
+import { spawn } from 'node:child_process';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TIMEOUT_MS = 90_000;
+
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = '') {
+  if (ok) passed++;
+  else failed++;
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${!ok && detail ? `\n     ${detail}` : ''}`);
+}
+
+const started = performance.now();
+// detached: the demo gets its own process group, so we can later ask whether
+// any process of that group is still alive.
+const child = spawn(process.execPath, ['demo/run.mjs'], {
+  cwd: root,
+  detached: true,
+  stdio: ['ignore', 'pipe', 'pipe'],
+  env: process.env,
+});
+let stdout = '';
+let stderr = '';
+child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+
+let timedOut = false;
+const killer = setTimeout(() => {
+  timedOut = true;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {}
+}, TIMEOUT_MS);
+
+const [code, signal] = await new Promise((resolve) => child.on('close', (c, s) => resolve([c, s])));
+clearTimeout(killer);
+const seconds = (performance.now() - started) / 1000;
+
+check(`demo exits by itself (took ${seconds.toFixed(1)} s, limit ${TIMEOUT_MS / 1000} s)`, !timedOut);
+check('demo finishes within a minute', seconds < 60, `${seconds.toFixed(1)} s`);
+check(`exit code 0 (got ${code}${signal ? `, signal ${signal}` : ''})`, code === 0, stderr.trim().split('\n').slice(-5).join('\n     '));
+check('nothing on stderr', stderr.trim() === '', stderr.trim().split('\n').slice(0, 5).join('\n     '));
+
+// The process group of the demo must be gone: kill(-pgid, 0) fails with ESRCH.
+let groupGone = false;
+try {
+  process.kill(-child.pid, 0);
+} catch (error) {
+  groupGone = error.code === 'ESRCH';
+}
+check('no process of the demo is left behind', groupGone);
+
+const line = stdout.split('\n').reverse().find((l) => l.startsWith('DEMO-RESULT '));
+let result = null;
+try {
+  result = line ? JSON.parse(line.slice('DEMO-RESULT '.length)) : null;
+} catch (error) {
+  check('DEMO-RESULT line is valid JSON', false, error.message);
+}
+check('prints a DEMO-RESULT line', result !== null, stdout.trim().split('\n').slice(-5).join('\n     '));
+
+if (result) {
+  check('DEMO-RESULT says ok', result.ok === true, result.error ?? '');
+  check(`library under test: ${result.library}`, result.library === 'retry-wasm' || process.env.RETRY_WASM_DEMO_STANDIN === '1');
+  const scenarios = result.scenarios ?? [];
+  const expectedIds = [
+    'flaky', 'retry-after-seconds', 'rate-limited', 'retry-after-date', 'reset', 'slow-deadline',
+    'slow-per-try', 'hang', 'not-found', 'refused', 'cancel', 'storm-no-budget', 'storm-budget',
+  ];
+  check(
+    'every scenario ran',
+    expectedIds.every((id) => scenarios.some((s) => s.id === id)),
+    `missing: ${expectedIds.filter((id) => !scenarios.some((s) => s.id === id)).join(', ')}`,
+  );
+  for (const s of scenarios) {
+    const exp = s.expected;
+    const matches =
+      typeof exp === 'object' && exp !== null
+        ? s.outcome === exp.outcome && s.attempts === exp.attempts
+        : true; // the storm rows are judged by their own checks
+    check(
+      `scenario ${s.id}: ${s.outcome} after ${s.attempts} attempt(s)`,
+      s.ok === true && matches && s.failedChecks.length === 0,
+      `expected ${JSON.stringify(exp)}; failed checks: ${s.failedChecks.join('; ')}`,
+    );
+  }
+  const free = scenarios.find((s) => s.id === 'storm-no-budget');
+  const budget = scenarios.find((s) => s.id === 'storm-budget');
+  if (free && budget) {
+    check(
+      `a shared RetryBudget stops the storm (${free.attempts} requests without, ${budget.attempts} with)`,
+      budget.attempts < free.attempts / 2,
+    );
+  }
+  check('the demo reports no leftover sockets or timers', Array.isArray(result.leftovers) && result.leftovers.length === 0, String(result.leftovers));
+
+  // Its server must be closed: connecting to its port is refused.
+  if (result.port) {
+    const refused = await new Promise((resolve) => {
+      const s = net.connect(result.port, '127.0.0.1');
+      s.once('connect', () => { s.destroy(); resolve(false); });
+      s.once('error', () => resolve(true));
+    });
+    check(`the demo's server on port ${result.port} is closed`, refused);
+  }
+}
+
+check('no colour codes when stdout is not a TTY', !stdout.includes('\x1b['));
+check('prints a summary table', /Summary/.test(stdout) && /scenario\s+│\s+attempts/.test(stdout));
+
+console.log(`\n${passed} passed, ${failed} failed`);
+process.exitCode = failed ? 1 : 0;

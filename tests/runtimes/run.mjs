@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+// Runs the same smoke test (fixtures/check.mjs) against the installed package
+// in every runtime SPEC §0 names: Node main thread, Node worker_threads, Deno,
+// Bun, and headless Chromium (a page with an import map, and a module Web
+// Worker). Usage: node tests/runtimes/run.mjs [--only node,deno,...]
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ensureConsumer, installedEntry, syncDir, ROOT, PACKAGE_NAME } from '../../scripts/consumer.mjs';
+import { CHROMIUM, chromiumAvailable, isCI, launchChromium, serveStatic, skipBanner } from './chromium.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const BIN = path.join(ROOT, 'node_modules', '.bin');
+const TIMEOUT_MS = 60_000;
+
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1].split(',')) : null;
+
+function runProcess(cmd, args, { cwd, env }) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => {
+      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
+      child.kill('SIGKILL');
+    }, TIMEOUT_MS);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: -1, out: out + `\n${e.message}` });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal, out });
+    });
+  });
+}
+
+async function processRuntime(label, cmd, args, cwd, env = {}) {
+  const t0 = performance.now();
+  const { code, out } = await runProcess(cmd, args, { cwd, env });
+  let ok = code === 0 && out.includes(`SMOKE OK ${label}`);
+  let detail = ok ? firstLine(out, 'SMOKE OK') : `exit ${code}\n${out.trim()}`;
+  // The smoke script reports where 'retry-wasm' resolved: it must be the packed copy.
+  if (ok && !detail.includes(`/.consumer/node_modules/${PACKAGE_NAME}/`)) {
+    ok = false;
+    detail = `'${PACKAGE_NAME}' did not resolve into .consumer/node_modules: ${detail}`;
+  }
+  return { label, ok, ms: performance.now() - t0, detail };
+}
+
+const firstLine = (text, prefix) => text.split('\n').find((l) => l.startsWith(prefix)) ?? '';
+
+async function chromiumRuntimes(consumer) {
+  const t0 = performance.now();
+  const entry = `/node_modules/${PACKAGE_NAME}/${installedEntry(['browser', 'import', 'default'])}`;
+  const importMap = JSON.stringify({ imports: { [PACKAGE_NAME]: entry } });
+  const server = await serveStatic(consumer, {
+    transform: (urlPath, body) =>
+      urlPath === '/runtimes/browser.html' ? body.toString('utf8').replace('__IMPORT_MAP__', importMap) : undefined,
+  });
+  const browser = await launchChromium();
+  const logs = [];
+  try {
+    const page = await browser.newPage();
+    page.on('console', (m) => logs.push(`console.${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => logs.push(`pageerror: ${e.message}`));
+    page.on('requestfailed', (r) => logs.push(`requestfailed: ${r.url()} ${r.failure()?.errorText}`));
+    page.on('response', (r) => r.status() >= 400 && logs.push(`HTTP ${r.status()}: ${r.url()}`));
+    await page.goto(`${server.url}/runtimes/browser.html`);
+    let out;
+    try {
+      out = await (await page.waitForFunction(() => window.__smoke, null, { timeout: TIMEOUT_MS })).jsonValue();
+    } catch (e) {
+      out = { pageError: `no result: ${e.message}`, workerError: 'no result' };
+    }
+    const ms = performance.now() - t0;
+    const version = browser.version();
+    const extra = logs.length ? `\n${logs.join('\n')}` : '';
+    return [
+      { label: 'chromium-page', ok: !!out.page, ms, detail: out.page ? `Chromium ${version} ${JSON.stringify(out.page)}` : `${out.pageError}${extra}` },
+      { label: 'chromium-worker', ok: !!out.worker, ms, detail: out.worker ? `Chromium ${version} ${JSON.stringify(out.worker)}` : `${out.workerError}${extra}` },
+    ];
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+export async function main() {
+  const consumer = await ensureConsumer();
+  const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'runtimes'));
+  const smoke = path.join(dir, 'smoke.mjs');
+  const want = (name) => !only || only.has(name) || (name.startsWith('chromium') && only.has('chromium'));
+
+  const jobs = [];
+  if (want('node')) jobs.push(processRuntime('node', process.execPath, [smoke, 'node'], consumer));
+  if (want('node-worker')) jobs.push(processRuntime('node-worker', process.execPath, [path.join(dir, 'node-worker.mjs')], consumer));
+  if (want('deno'))
+    jobs.push(
+      processRuntime('deno', path.join(BIN, 'deno'), ['run', '-A', smoke, 'deno'], consumer, {
+        DENO_NO_UPDATE_CHECK: '1',
+        DENO_NO_PROMPT: '1',
+        DENO_DIR: path.join(consumer, '.deno-cache'),
+        NO_COLOR: '1',
+      }),
+    );
+  if (want('bun')) jobs.push(processRuntime('bun', path.join(BIN, 'bun'), [smoke, 'bun'], consumer, { NO_COLOR: '1' }));
+  // Run the subprocess runtimes in parallel (2 cores), then the browser.
+  const results = await Promise.all(jobs);
+
+  if (want('chromium-page') || want('chromium-worker')) {
+    if (chromiumAvailable()) {
+      try {
+        results.push(...(await chromiumRuntimes(consumer)).filter((r) => want(r.label)));
+      } catch (e) {
+        results.push({ label: 'chromium', ok: false, ms: 0, detail: String(e?.stack ?? e) });
+      }
+    } else if (isCI()) {
+      results.push({ label: 'chromium', ok: false, ms: 0, detail: `CI=true but ${CHROMIUM} is missing` });
+    } else {
+      skipBanner('Chromium page + module worker smoke tests');
+      results.push({ label: 'chromium', ok: true, skipped: true, ms: 0, detail: 'SKIPPED: no chromium' });
+    }
+  }
+
+  let failed = 0;
+  for (const r of results) {
+    const tag = r.skipped ? 'SKIP' : r.ok ? 'PASS' : 'FAIL';
+    if (!r.ok) failed++;
+    console.log(`${tag}  ${r.label.padEnd(16)} ${(r.ms / 1000).toFixed(1).padStart(5)}s  ${r.ok ? r.detail : ''}`);
+    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
+  }
+  const passed = results.filter((r) => r.ok && !r.skipped).length;
+  const skipped = results.filter((r) => r.skipped).length;
+  console.log(`runtimes: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  return failed === 0 && results.length > 0;
+}
+
+if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
+  main().then(
+    (ok) => process.exit(ok ? 0 : 1),
+    (e) => {
+      console.error(e?.stack ?? e);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,879 @@
+// retry-wasm playground: plain JS + SVG, no framework.
+//
+// The retry decisions (attempts, delays, jitter, deadlines, state) all come from
+// the library; this file only draws what the retryer reports through its store
+// and callbacks, and plays a simulated flaky function.
+
+const $ = (id) => document.getElementById(id);
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** Create an SVG element with attributes and optional text. */
+function s(tag, attrs = {}, text) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined && v !== null) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+const fmtMs = (ms) => {
+  if (!Number.isFinite(ms)) return '∞';
+  if (ms >= 10_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.round(ms)} ms`;
+};
+const fmtAxis = (ms, step) => (step >= 1000 || ms >= 1000 ? `${+(ms / 1000).toFixed(3)}s` : `${+ms.toFixed(1)}ms`);
+const pct = (x) => `${Math.round(x * 100)}%`;
+
+function niceStep(raw) {
+  const p = 10 ** Math.floor(Math.log10(Math.max(raw, 1e-9)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+/** A small seeded PRNG (mulberry32) for the simulated function, so a seed replays the same run. */
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Loading the library
+
+let lib;
+try {
+  lib = await import('retry-wasm');
+} catch (err) {
+  const box = $('load-error');
+  box.hidden = false;
+  box.textContent = `Could not load retry-wasm (${err && err.message}). Build it with "npm run build", then reload.`;
+  $('engine').textContent = 'not loaded';
+  throw err;
+}
+const { AsyncRetryer } = lib;
+const MODULE_URL = import.meta.resolve('retry-wasm');
+const STANDIN = lib.__standin === true;
+$('engine').textContent = STANDIN ? 'engine: JS stand-in (dev)' : 'engine: Rust → WebAssembly';
+$('engine').classList.add(STANDIN ? 'standin' : 'wasm');
+
+/** Does this build accept these options? (SPEC §2 features land separately.) */
+function accepts(opts) {
+  try {
+    new AsyncRetryer(async () => {}, opts);
+    return true;
+  } catch {
+    return false;
+  }
+}
+const FEATURES = {
+  seed: accepts({ seed: 1 }),
+  decorrelated: accepts({ backoff: 'decorrelated' }),
+  fullJitter: accepts({ jitter: 'full' }),
+  retryOnExecutionTimeout: accepts({ retryOnExecutionTimeout: true }),
+  onGiveUp: accepts({ onGiveUp: () => {} }),
+};
+function markUnsupported(el, what) {
+  el.disabled = true;
+  if ('checked' in el && el.type === 'checkbox') el.checked = false;
+  const label = el.closest('label') ?? el;
+  label.classList.add('unsupported');
+  label.title = `${what} is not in this build of retry-wasm yet`;
+}
+if (!FEATURES.seed) markUnsupported($('seed'), 'seed');
+if (!FEATURES.fullJitter) markUnsupported($('jitterFull'), "jitter: 'full'");
+if (!FEATURES.retryOnExecutionTimeout) markUnsupported($('retryOnExecutionTimeout'), 'retryOnExecutionTimeout');
+if (!FEATURES.decorrelated) {
+  const opt = $('backoff').querySelector('option[value=decorrelated]');
+  opt.disabled = true;
+  opt.textContent += ' (not in this build)';
+}
+if (!FEATURES.fullJitter) $('herdJitter').querySelector('option[value=full]').disabled = true;
+
+// ---------------------------------------------------------------------------
+// Reading the controls
+
+const num = (id) => {
+  const v = $(id).value.trim();
+  return v === '' ? undefined : Number(v);
+};
+const numOrInf = (id) => {
+  const v = $(id).value.trim();
+  return v === '' ? Infinity : Number(v);
+};
+
+/** The retry options chosen in the form (without callbacks). */
+function readPolicy() {
+  const p = {
+    maxAttempts: num('maxAttempts'),
+    backoff: $('backoff').value,
+    baseWait: num('baseWait'),
+    maxWait: numOrInf('maxWait'),
+    jitter: $('jitterFull').checked ? 'full' : Number($('jitter').value),
+    maxExecutionTime: numOrInf('maxExecutionTime'),
+    maxTotalExecutionTime: numOrInf('maxTotalExecutionTime'),
+  };
+  if (FEATURES.seed && num('seed') !== undefined) p.seed = num('seed');
+  if (FEATURES.retryOnExecutionTimeout && $('retryOnExecutionTimeout').checked) p.retryOnExecutionTimeout = true;
+  for (const k of Object.keys(p)) if (p[k] === undefined) delete p[k];
+  return p;
+}
+function readFlaky() {
+  return {
+    failureRate: Number($('failureRate').value),
+    latency: Number($('latency').value),
+    hang: Number($('hang').value),
+  };
+}
+
+function syncOutputs() {
+  const full = $('jitterFull').checked;
+  $('jitter').disabled = full;
+  $('jitterOut').textContent = full ? 'full' : `±${pct(Number($('jitter').value))}`;
+  $('failureRateOut').textContent = pct(Number($('failureRate').value));
+  $('latencyOut').textContent = `${$('latency').value} ms`;
+  $('hangOut').textContent = pct(Number($('hang').value));
+  renderCode();
+}
+
+function renderCode() {
+  const p = readPolicy();
+  const code = $('code');
+  code.textContent = '';
+  const add = (text, cls) => {
+    if (!cls) return code.append(text);
+    const span = document.createElement('span');
+    span.className = cls;
+    span.textContent = text;
+    code.append(span);
+  };
+  add('new ', 'k');
+  add('AsyncRetryer(flaky, {\n');
+  for (const [k, v] of Object.entries(p)) {
+    add(`  ${k}: `);
+    if (typeof v === 'string') add(`'${v}'`, 's');
+    else if (typeof v === 'number') add(Number.isFinite(v) ? String(v) : 'Infinity', 'n');
+    else add(String(v), 'k');
+    add(',\n');
+  }
+  add('  onRetry, onError, onAbort, …', 'c');
+  add('\n})');
+}
+
+// ---------------------------------------------------------------------------
+// Waits: what the policy says about the delay after failed attempt n
+// (SPEC "Delays"; used only to label the timeline: the library decides).
+
+function planWait(p, n) {
+  const b = p.baseWait ?? 1000;
+  const max = p.maxWait ?? Infinity;
+  const backoff = p.backoff ?? 'exponential';
+  if (backoff === 'decorrelated') return { exact: null, why: 'decorrelated jitter' };
+  const raw = backoff === 'linear' ? b * n : backoff === 'fixed' ? b : b * 2 ** (n - 1);
+  const nominal = Math.min(raw, max);
+  const capped = raw > max ? ', capped by maxWait' : '';
+  const j = p.jitter ?? 0;
+  if (j === 'full') return { exact: null, nominal, why: `full jitter in [0, ${fmtMs(nominal)}]${capped}` };
+  if (!j) return { exact: nominal, nominal, why: `${backoff} backoff${capped}` };
+  return { exact: null, nominal, why: `backoff ${fmtMs(nominal)} ±${pct(j)} jitter${capped}` };
+}
+
+// ---------------------------------------------------------------------------
+// A run: one retryer, one execute(), its attempts as the callbacks report them
+
+let retryer = null;
+let unsubscribe = null;
+let run = null;
+let runCounter = 0;
+let storeUpdates = 0;
+
+const ERRORS = ['HTTP 503 Service Unavailable', 'HTTP 502 Bad Gateway', 'ECONNRESET', 'HTTP 500 Internal Server Error'];
+const isTimeout = (e) => e != null && e.name === 'TimeoutError';
+const errText = (e) => {
+  if (e == null) return String(e);
+  if (isTimeout(e)) return 'TimeoutError';
+  if (typeof e === 'object' && 'message' in e) return e.name && e.name !== 'Error' ? `${e.name}: ${e.message}` : e.message;
+  return String(e);
+};
+
+function lastAttempt(r) {
+  return r.attempts[r.attempts.length - 1];
+}
+
+/** The simulated flaky function. It honours the retryer's abort signal like fetch does. */
+function makeFlaky(r, cfg, rand) {
+  return function flaky() {
+    const signal = r.retryer.getAbortSignal();
+    const t = r.now();
+    const prev = lastAttempt(r);
+    if (prev && prev.waitStart != null && prev.waitEnd == null) prev.waitEnd = t;
+    const a = { n: r.attempts.length + 1, start: t, end: null, outcome: 'running' };
+    r.attempts.push(a);
+    // Always draw four numbers, so a seed replays the same sequence of outcomes.
+    const [u1, u2, u3, u4] = [rand(), rand(), rand(), rand()];
+    const hang = u1 < cfg.hang;
+    const fail = u2 < cfg.failureRate;
+    const latency = Math.round(cfg.latency * (0.6 + 0.8 * u3));
+    const message = ERRORS[Math.floor(u4 * ERRORS.length)];
+    a.plan = hang ? 'hang' : fail ? 'fail' : 'ok';
+    invalidate();
+    return new Promise((resolve, reject) => {
+      let timer;
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason ?? new DOMException('The operation was aborted.', 'AbortError'));
+      };
+      if (signal) {
+        if (signal.aborted) return onAbort();
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (hang) return; // never settles on its own
+      timer = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        if (fail) reject(new Error(message));
+        else resolve({ status: 200, attempt: a.n, latency });
+      }, latency);
+    });
+  };
+}
+
+function callbacksFor(r) {
+  const now = () => r.now();
+  const cb = {
+    onError(error) {
+      const a = lastAttempt(r);
+      if (!a) return;
+      if (a.end == null) a.end = now();
+      a.outcome = isTimeout(error) ? 'timeout' : 'failed';
+      a.error = errText(error);
+      invalidate();
+    },
+    onRetry(attempt) {
+      const a = r.attempts[attempt - 1] ?? lastAttempt(r);
+      if (!a) return;
+      a.waitStart = now();
+      a.wait = planWait(r.policy, attempt);
+      invalidate();
+    },
+    onSuccess() {
+      const a = lastAttempt(r);
+      if (a) {
+        if (a.end == null) a.end = now();
+        a.outcome = 'ok';
+      }
+      invalidate();
+    },
+    onLastError() {
+      r.failed = true;
+      invalidate();
+    },
+    onAbort(reason) {
+      r.abortReason = reason;
+      const a = lastAttempt(r);
+      if (a) {
+        if (a.end == null) {
+          a.end = now();
+          a.outcome = reason === 'execution-timeout' ? 'timeout' : 'aborted';
+          a.cut = reason;
+        } else if (a.waitStart != null && a.waitEnd == null) {
+          a.waitEnd = now();
+          a.waitCut = reason;
+        }
+      }
+      invalidate();
+    },
+    onExecutionTimeout() {
+      const a = lastAttempt(r);
+      if (a && a.end == null) {
+        a.end = now();
+        a.outcome = 'timeout';
+      }
+      invalidate();
+    },
+    onTotalExecutionTimeout() {
+      r.totalTimeout = true;
+      invalidate();
+    },
+  };
+  if (FEATURES.onGiveUp) {
+    cb.onGiveUp = (error, reason) => {
+      r.giveUp = reason;
+      invalidate();
+    };
+  }
+  return cb;
+}
+
+/** State that may persist from one retryer to the next (SPEC: initialState). */
+function carriedState() {
+  if (!retryer) return undefined;
+  const { executionCount, lastExecutionTime, totalExecutionTime, lastResult, lastError } = retryer.store.state;
+  return { executionCount, lastExecutionTime, totalExecutionTime, lastResult, lastError };
+}
+
+function showFormError(err) {
+  const box = $('form-error');
+  if (!err) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  box.textContent = `${err.name}: ${err.message}`;
+}
+
+async function startRun() {
+  showFormError(null);
+  const policy = readPolicy();
+  const flaky = readFlaky();
+  const id = runCounter + 1;
+  const t0 = performance.now();
+  const r = {
+    id,
+    policy,
+    attempts: [],
+    t0,
+    now: () => performance.now() - t0,
+    done: false,
+    endAt: null,
+  };
+  const rand = policy.seed !== undefined ? mulberry32(policy.seed ^ 0x5bd1e995) : Math.random;
+  let next;
+  try {
+    const initialState = carriedState();
+    next = new AsyncRetryer(makeFlaky(r, flaky, rand), {
+      ...policy,
+      ...callbacksFor(r),
+      ...(initialState ? { initialState } : {}),
+      key: `playground-run-${id}`,
+    });
+  } catch (err) {
+    showFormError(err);
+    return;
+  }
+  // A new retryer per run (so each callback set belongs to one run and a seed replays
+  // from its start); the persistent counters carry over through initialState.
+  if (retryer && retryer.store.state.isExecuting) {
+    if (run) run.superseded = true;
+    retryer.abort();
+  }
+  runCounter = id;
+  r.retryer = next;
+  unsubscribe?.();
+  retryer = next;
+  run = r;
+  unsubscribe = retryer.store.subscribe(() => renderState(retryer.store.state));
+  renderState(retryer.store.state);
+  invalidate();
+
+  let result;
+  let thrown;
+  let threw = false;
+  try {
+    result = await retryer.execute(`request #${id}`);
+  } catch (err) {
+    threw = true;
+    thrown = err;
+  }
+  r.done = true;
+  r.endAt = r.now();
+  r.result = result;
+  if (threw) {
+    r.failed = true;
+    r.finalError = thrown;
+  }
+  if (retryer === next) $('abort').disabled = true;
+  invalidate();
+}
+
+function summary(r) {
+  if (!r) return { text: 'press Run to start a flow', state: 'none' };
+  const took = fmtMs(r.done ? r.endAt : r.now());
+  const n = r.attempts.length;
+  if (!r.done) return { text: `run #${r.id} · attempt ${n || 1} · ${took}`, state: 'running' };
+  const ok = r.attempts.find((a) => a.outcome === 'ok');
+  let text;
+  if (ok) text = `succeeded on attempt ${ok.n} after ${took}`;
+  else if (r.superseded) text = `aborted by a new run after ${took}`;
+  else if (r.abortReason === 'manual') text = `aborted after ${took}`;
+  else if (r.totalTimeout || r.abortReason === 'total-timeout') text = `total deadline reached after ${took}`;
+  else if (r.failed) text = `failed after ${n} attempt${n === 1 ? '' : 's'} (${giveUpText(r)}), ${took}`;
+  else text = `ended after ${took}`;
+  return { text: `run #${r.id} · ${text}`, state: 'done' };
+}
+
+function giveUpText(r) {
+  if (r.giveUp) return r.giveUp;
+  const a = lastAttempt(r);
+  if (a && a.outcome === 'timeout') return 'execution-timeout';
+  return 'attempts-exhausted';
+}
+
+// ---------------------------------------------------------------------------
+// State panel
+
+const STATE_FIELDS = [
+  'status', 'currentAttempt', 'isExecuting', 'executionCount',
+  'lastError', 'lastResult', 'lastExecutionTime', 'totalExecutionTime',
+];
+const stateCells = {};
+const lastShown = {};
+for (const f of STATE_FIELDS) {
+  const box = document.createElement('div');
+  const dt = document.createElement('dt');
+  dt.textContent = f;
+  const dd = document.createElement('dd');
+  dd.dataset.field = f;
+  box.append(dt, dd);
+  $('state').append(box);
+  stateCells[f] = { box, dd };
+}
+
+function showValue(field, v) {
+  const dd = stateCells[field].dd;
+  dd.textContent = '';
+  dd.title = '';
+  if (field === 'status') {
+    const pill = document.createElement('span');
+    pill.className = `pill ${v}`;
+    pill.textContent = String(v);
+    dd.append(pill);
+    return String(v);
+  }
+  let text;
+  let dim = false;
+  if (v === undefined) {
+    text = 'undefined';
+    dim = true;
+  } else if (field === 'lastError') {
+    text = errText(v);
+  } else if (field === 'lastResult') {
+    text = typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
+  } else if (field === 'lastExecutionTime') {
+    if (v === 0) {
+      text = '0';
+      dim = true;
+    } else {
+      const d = new Date(v);
+      text = `${d.toLocaleTimeString('en-GB')}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+      dd.title = String(v);
+    }
+  } else if (field === 'totalExecutionTime') {
+    text = `${Math.round(v)} ms`;
+  } else {
+    text = String(v);
+  }
+  dd.textContent = text;
+  if (!dd.title) dd.title = text;
+  if (dim) dd.classList.add('dim');
+  else dd.classList.remove('dim');
+  return text;
+}
+
+function renderState(state) {
+  storeUpdates++;
+  for (const f of STATE_FIELDS) {
+    const shown = showValue(f, state[f]);
+    if (lastShown[f] !== undefined && lastShown[f] !== shown) {
+      const box = stateCells[f].box;
+      box.classList.add('flash');
+      requestAnimationFrame(() => requestAnimationFrame(() => box.classList.remove('flash')));
+    }
+    lastShown[f] = shown;
+  }
+  $('store-note').innerHTML = `live through <code>store.subscribe</code> · ${storeUpdates} update${storeUpdates === 1 ? '' : 's'}`;
+  $('abort').disabled = !state.isExecuting;
+}
+
+// ---------------------------------------------------------------------------
+// Timeline
+
+let frame = 0;
+function invalidate() {
+  if (!frame) frame = requestAnimationFrame(tick);
+}
+function tick() {
+  frame = 0;
+  renderTimeline();
+  if (run && !run.done) invalidate(); // keep the running bars growing
+}
+
+function rowText(a, r) {
+  const t = r.now();
+  const dur = (a.end ?? (r.done ? r.endAt : t)) - a.start;
+  let s = `attempt ${a.n} — `;
+  switch (a.outcome) {
+    case 'running':
+      s += r.done ? `abandoned after ${fmtMs(dur)}` : `running… ${fmtMs(dur)}${a.plan === 'hang' ? ' (hanging)' : ''}`;
+      break;
+    case 'ok':
+      s += `succeeded after ${fmtMs(dur)}`;
+      break;
+    case 'failed':
+      s += `failed after ${fmtMs(dur)} (${a.error})`;
+      break;
+    case 'timeout':
+      s += `timed out after ${fmtMs(dur)} (maxExecutionTime)`;
+      break;
+    case 'aborted':
+      s += `aborted after ${fmtMs(dur)} (${r.superseded ? 'new run' : a.cut})`;
+      break;
+    default:
+      s += a.outcome;
+  }
+  if (a.waitStart != null) {
+    const w = a.wait ?? { exact: null, why: 'backoff' };
+    if (a.waitEnd == null && !r.done) {
+      s += `, waiting ${w.exact != null ? fmtMs(w.exact) : '…'} (${w.why})`;
+    } else if (a.waitCut === 'total-timeout' && (a.waitEnd ?? r.endAt) - a.waitStart < 5) {
+      s += ', no wait (it would end past maxTotalExecutionTime)';
+    } else if (a.waitCut) {
+      const reason = a.waitCut === 'manual' && r.superseded ? 'new run' : a.waitCut;
+      s += `, wait cut short after ${fmtMs((a.waitEnd ?? r.endAt) - a.waitStart)} (${reason})`;
+    } else if (a.waitEnd == null) {
+      s += `, no wait (${r.totalTimeout ? 'the wait would cross the total deadline' : 'flow ended'})`;
+    } else {
+      s += `, waited ${fmtMs(w.exact ?? a.waitEnd - a.waitStart)} (${w.why})`;
+    }
+  }
+  return s;
+}
+
+function finalRowText(r) {
+  if (!r.done) return null;
+  const a = lastAttempt(r);
+  if (!a || a.outcome === 'ok') return null;
+  if (r.superseded) return 'flow aborted: a new run started';
+  if (r.abortReason === 'manual') return 'flow aborted: abort() was called';
+  if (r.totalTimeout || r.abortReason === 'total-timeout') {
+    return a.waitStart != null && (a.waitCut === 'total-timeout' || a.waitEnd == null)
+      ? 'total deadline: the next wait would end past maxTotalExecutionTime, so the flow stops now'
+      : 'total deadline reached (maxTotalExecutionTime)';
+  }
+  if (r.failed) {
+    const why = giveUpText(r);
+    if (why === 'execution-timeout') return 'gave up: attempt timed out (execution-timeout ends the flow unless retryOnExecutionTimeout)';
+    return `gave up: ${why}`;
+  }
+  return null;
+}
+
+function renderTimeline() {
+  const r = run;
+  const st = summary(r);
+  const status = $('run-status');
+  status.textContent = st.text;
+  status.dataset.state = st.state;
+
+  const svg = $('tl-chart');
+  const rows = $('tl-rows');
+  svg.replaceChildren();
+  const W = Math.max(svg.clientWidth || 860, 300);
+  const maxAttempts = r ? r.policy.maxAttempts ?? 3 : Number($('maxAttempts').value) || 3;
+  const lanes = Math.max(Math.min(maxAttempts, 8), r ? r.attempts.length : 0, 1);
+  const laneH = 22;
+  const top = 22;
+  const H = top + lanes * laneH + 6;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  svg.style.height = `${H}px`;
+  const defs = s('defs');
+  const pat = s('pattern', { id: 'hatch', width: 5, height: 5, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' });
+  pat.append(s('rect', { width: 5, height: 5, fill: '#eef1f6' }), s('line', { x1: 0, y1: 0, x2: 0, y2: 5, stroke: '#b8c1d3', 'stroke-width': 1.6 }));
+  defs.append(pat);
+  svg.append(defs);
+
+  if (!r) {
+    rows.replaceChildren();
+    svg.append(s('text', { x: W / 2, y: H / 2 + 4, 'text-anchor': 'middle', class: 'empty' }, 'attempts and waits appear here'));
+    return;
+  }
+
+  const left = 78;
+  const right = 12;
+  const plotW = W - left - right;
+  const now = r.done ? r.endAt : r.now();
+  const total = r.policy.maxTotalExecutionTime ?? Infinity;
+  let domain = Math.max(now, 400);
+  if (Number.isFinite(total) && total <= domain * 1.6) domain = Math.max(domain, total);
+  const step = niceStep(domain / 8);
+  domain = Math.ceil((domain * 1.02) / step) * step;
+  const x = (t) => left + (Math.min(t, domain) / domain) * plotW;
+
+  // grid + axis
+  for (let t = 0; t <= domain + 1e-6; t += step) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top - 4, y2: H - 4, class: 'grid' }));
+    const anchor = t === 0 ? 'start' : x(t) > W - right - 20 ? 'end' : 'middle';
+    svg.append(s('text', { x: x(t), y: 12, 'text-anchor': anchor, class: 'axis' }, fmtAxis(t, step)));
+  }
+  // lanes
+  for (let i = 0; i < lanes; i++) {
+    const y = top + i * laneH;
+    const future = i >= r.attempts.length;
+    svg.append(s('rect', { x: left, y: y + 3, width: plotW, height: laneH - 6, rx: 3, class: 'lane' }));
+    svg.append(s('text', { x: 4, y: y + laneH / 2 + 4, class: `lane-label${future ? ' future' : ''}` }, `attempt ${i + 1}`));
+  }
+  // bars
+  r.attempts.forEach((a, i) => {
+    const y = top + i * laneH + 4;
+    const h = laneH - 8;
+    const end = a.end ?? now;
+    const bw = Math.max(x(end) - x(a.start), 2);
+    svg.append(s('rect', { x: x(a.start), y, width: bw, height: h, rx: 2, class: `fill-${a.outcome}` }, undefined));
+    if (bw > 46) {
+      svg.append(s('text', { x: x(a.start) + 5, y: y + h - 4, class: 'bar-label' }, fmtMs(end - a.start)));
+    }
+    if (a.waitStart != null) {
+      const wEnd = a.waitEnd ?? (r.done ? a.waitStart : now);
+      const ww = Math.max(x(wEnd) - x(a.waitStart), 1);
+      svg.append(s('rect', { x: x(a.waitStart), y: y + 2, width: ww, height: h - 4, rx: 2, class: 'fill-wait' }));
+      const label = a.waitCut ? `wait cut (${a.waitCut})` : `wait ${fmtMs(wEnd - a.waitStart)}`;
+      const lx = x(a.waitStart) + ww + 5;
+      if (ww > 70) svg.append(s('text', { x: x(a.waitStart) + 5, y: y + h - 4, class: 'wait-label' }, label));
+      else if (lx < W - 90) svg.append(s('text', { x: lx, y: y + h - 4, class: 'wait-label' }, label));
+    }
+  });
+  // total deadline and now
+  if (Number.isFinite(total) && total <= domain) {
+    svg.append(s('line', { x1: x(total), x2: x(total), y1: top - 4, y2: H - 2, class: 'deadline' }));
+    svg.append(s('text', { x: x(total) - 4, y: H - 8, 'text-anchor': 'end', class: 'deadline-label' }, 'maxTotalExecutionTime'));
+  }
+  if (!r.done) svg.append(s('line', { x1: x(now), x2: x(now), y1: top - 4, y2: H - 2, class: 'now' }));
+
+  // text rows
+  const items = r.attempts.map((a) => {
+    const li = document.createElement('li');
+    li.className = `tl-row ${a.outcome}`;
+    li.dataset.attempt = String(a.n);
+    li.textContent = rowText(a, r);
+    return li;
+  });
+  const fin = finalRowText(r);
+  if (fin) {
+    const li = document.createElement('li');
+    li.className = 'final';
+    li.textContent = fin;
+    items.push(li);
+  }
+  rows.replaceChildren(...items);
+}
+
+// ---------------------------------------------------------------------------
+// Thundering herd
+
+/** Retry arrival times (attempts 2..n of every client) from the documented formula. */
+function herdByFormula(clients, p) {
+  const rand = p.seed !== undefined ? mulberry32(p.seed) : Math.random;
+  const times = [];
+  const b = p.baseWait ?? 1000;
+  const max = p.maxWait ?? Infinity;
+  for (let c = 0; c < clients; c++) {
+    let t = 0;
+    let prev = b;
+    for (let n = 1; n < p.maxAttempts; n++) {
+      let d;
+      if (p.backoff === 'decorrelated') {
+        d = Math.floor(Math.min(max, b + rand() * (3 * prev - b)));
+        prev = d;
+      } else {
+        const raw = p.backoff === 'linear' ? b * n : p.backoff === 'fixed' ? b : b * 2 ** (n - 1);
+        const nominal = Math.min(raw, max);
+        if (p.jitter === 'full') d = Math.floor(rand() * nominal);
+        else if (p.jitter) d = Math.max(0, nominal + Math.floor(nominal * p.jitter * (rand() * 2 - 1)));
+        else d = nominal;
+      }
+      t += d;
+      times.push(t);
+    }
+  }
+  return times;
+}
+
+let worker = null;
+let workerSeq = 0;
+const pending = new Map();
+function herdInWorker(job) {
+  if (!worker) {
+    worker = new Worker(new URL('./herd-worker.js', import.meta.url), { type: 'module' });
+    worker.onmessage = (e) => {
+      const p = pending.get(e.data.id);
+      if (!p) return;
+      pending.delete(e.data.id);
+      if (e.data.error) p.reject(new Error(e.data.error));
+      else p.resolve(e.data);
+    };
+    worker.onerror = (e) => {
+      e.preventDefault();
+      for (const p of pending.values()) p.reject(new Error(e.message || 'worker failed'));
+      pending.clear();
+      worker?.terminate();
+      worker = null;
+    };
+  }
+  const id = ++workerSeq;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, moduleUrl: MODULE_URL, ...job });
+    setTimeout(() => {
+      if (pending.delete(id)) reject(new Error('herd simulation took too long'));
+    }, 10_000);
+  });
+}
+
+function herdPolicies() {
+  const p = readPolicy();
+  const maxAttempts = Math.min(Math.max(Math.floor(p.maxAttempts ?? 3), 2), 10);
+  const baseWait = p.baseWait ?? 1000;
+  const maxWait = p.maxWait ?? Infinity;
+  const hj = $('herdJitter').value;
+  const jitter = hj === 'full' ? 'full' : Number(hj);
+  const plainBackoff = p.backoff === 'decorrelated' ? 'exponential' : p.backoff;
+  const plain = { maxAttempts, backoff: plainBackoff, baseWait, maxWait, jitter: 0 };
+  const jittered = p.backoff === 'decorrelated' ? { maxAttempts, backoff: 'decorrelated', baseWait, maxWait } : { ...plain, jitter };
+  if (p.seed !== undefined) jittered.seed = p.seed;
+  return { plain, jittered };
+}
+
+let herdToken = 0;
+async function updateHerd() {
+  const token = ++herdToken;
+  const clients = Math.min(Math.max(Math.floor(num('clients') ?? 500), 1), 5000);
+  const { plain, jittered } = herdPolicies();
+  const t0 = performance.now();
+  let plainTimes;
+  let jitterTimes;
+  let source;
+  try {
+    const res = await herdInWorker({ clients, policies: [plain, jittered], seedSupported: FEATURES.seed });
+    [plainTimes, jitterTimes] = res.times;
+    source = `computed by retry-wasm itself: ${clients.toLocaleString('en')} retryers in a Web Worker under a fake clock, ${Math.round(performance.now() - t0)} ms`;
+  } catch (err) {
+    plainTimes = herdByFormula(clients, plain);
+    jitterTimes = herdByFormula(clients, jittered);
+    source = `computed from the documented delay formula (worker unavailable: ${err.message})`;
+  }
+  if (token !== herdToken) return;
+  drawHerd(clients, plain, jittered, plainTimes, jitterTimes, source);
+}
+
+function binCounts(times, bin, bins) {
+  const counts = new Array(bins).fill(0);
+  for (const t of times) counts[Math.min(Math.floor(t / bin), bins - 1)]++;
+  return counts;
+}
+
+function drawHerd(clients, plain, jittered, plainTimes, jitterTimes, source) {
+  const maxT = Math.max(1, ...plainTimes, ...jitterTimes);
+  const bin = niceStep(maxT / 56);
+  const bins = Math.floor(maxT / bin) + 1;
+  const a = binCounts(plainTimes, bin, bins);
+  const b = binCounts(jitterTimes, bin, bins);
+  const peakA = Math.max(...a);
+  const peakB = Math.max(...b);
+  const yMax = Math.max(peakA, peakB, 1);
+  histogram($('hist-plain'), a, { bin, bins, yMax, cls: 'bar-plain', color: 'var(--failed)' });
+  histogram($('hist-jitter'), b, { bin, bins, yMax, cls: 'bar-jitter', color: 'var(--accent)' });
+  const jLabel = jittered.backoff === 'decorrelated' ? 'decorrelated jitter' : jittered.jitter === 'full' ? 'full jitter' : `±${pct(jittered.jitter)} jitter`;
+  $('cap-plain').innerHTML = '';
+  $('cap-plain').append(`without jitter (${plain.backoff})`, peakSpan(peakA, bin));
+  $('cap-jitter').innerHTML = '';
+  $('cap-jitter').append(`with ${jLabel}`, peakSpan(peakB, bin));
+  const ratio = peakB > 0 ? peakA / peakB : 0;
+  const note = $('herd-note');
+  note.textContent = '';
+  note.append(
+    `${clients.toLocaleString('en')} clients hit an outage at t = 0 and each retries up to ${plain.maxAttempts - 1} times. ` +
+      `Without jitter they all come back in the same instant, ${peakA.toLocaleString('en')} requests per ${fmtMs(bin)}; ` +
+      `with ${jLabel} the same retries spread out and the peak drops to ${peakB.toLocaleString('en')}` +
+      (ratio >= 1.5 ? ` (${ratio.toFixed(ratio >= 10 ? 0 : 1)}× lower), so a recovering server is not knocked over again. ` : '. '),
+  );
+  const src = document.createElement('span');
+  src.className = 'src';
+  src.textContent = `Retry times ${source}.`;
+  note.append(src);
+  const jp = readPolicy();
+  $('herd-policy').textContent = `backoff ${jp.backoff}, baseWait ${fmtMs(jp.baseWait ?? 1000)}, maxWait ${fmtMs(jp.maxWait ?? Infinity)}, maxAttempts ${plain.maxAttempts} (from the policy)`;
+}
+
+function peakSpan(peak, bin) {
+  const span = document.createElement('span');
+  span.className = 'peak';
+  span.textContent = `peak ${peak.toLocaleString('en')} / ${fmtMs(bin)}`;
+  return span;
+}
+
+function histogram(svg, counts, { bin, bins, yMax, cls, color }) {
+  svg.replaceChildren();
+  const W = Math.max(svg.clientWidth || 420, 200);
+  const H = 130;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const left = 38;
+  const right = 8;
+  const top = 10;
+  const bottom = 20;
+  const plotW = W - left - right;
+  const plotH = H - top - bottom;
+  const domain = bins * bin;
+  const x = (t) => left + (t / domain) * plotW;
+  const y = (c) => top + plotH - (c / yMax) * plotH;
+  // y grid
+  for (const c of [0, yMax / 2, yMax]) {
+    svg.append(s('line', { x1: left, x2: W - right, y1: y(c), y2: y(c), class: 'grid' }));
+    svg.append(s('text', { x: left - 5, y: y(c) + 3.5, 'text-anchor': 'end', class: 'axis' }, String(Math.round(c))));
+  }
+  // x axis ticks
+  const tickStep = niceStep(domain / 7);
+  for (let t = 0; t <= domain + 1e-6; t += tickStep) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top + plotH, y2: top + plotH + 4, stroke: '#c0c6d2' }));
+    const anchor = t === 0 ? 'start' : x(t) > W - right - 14 ? 'end' : 'middle';
+    svg.append(s('text', { x: x(t), y: H - 5, 'text-anchor': anchor, class: 'axis' }, fmtAxis(t, tickStep)));
+  }
+  // bars
+  const bw = plotW / bins;
+  counts.forEach((c, i) => {
+    if (!c) return;
+    const h = Math.max((c / yMax) * plotH, 1);
+    const rect = s('rect', { x: left + i * bw + 0.5, y: top + plotH - h, width: Math.max(bw - 1, 1), height: h, class: `bar ${cls}` });
+    rect.append(s('title', {}, `${c} request${c === 1 ? '' : 's'} between ${fmtMs(i * bin)} and ${fmtMs((i + 1) * bin)}`));
+    svg.append(rect);
+  });
+  svg.append(s('line', { x1: left, x2: W - right, y1: top + plotH, y2: top + plotH, stroke: '#98a2b3' }));
+  // peak marker
+  const peak = Math.max(...counts);
+  svg.append(s('line', { x1: left, x2: W - right, y1: y(peak), y2: y(peak), class: 'peak-line', stroke: color }));
+}
+
+// ---------------------------------------------------------------------------
+// Wiring
+
+let herdTimer = 0;
+function scheduleHerd() {
+  clearTimeout(herdTimer);
+  herdTimer = setTimeout(updateHerd, 200);
+}
+
+for (const el of document.querySelectorAll('#policy input, #policy select')) {
+  el.addEventListener('input', () => {
+    syncOutputs();
+    if (['maxAttempts', 'backoff', 'baseWait', 'maxWait', 'seed'].includes(el.id)) scheduleHerd();
+    if (el.id === 'maxAttempts' && !run) invalidate();
+  });
+}
+$('clients').addEventListener('input', scheduleHerd);
+$('herdJitter').addEventListener('input', scheduleHerd);
+$('run').addEventListener('click', () => startRun());
+$('abort').addEventListener('click', () => retryer?.abort());
+addEventListener('resize', () => {
+  invalidate();
+  scheduleHerd();
+});
+
+syncOutputs();
+renderState(new AsyncRetryer(async () => {}).store.state);
+storeUpdates = 0;
+$('store-note').innerHTML = 'live through <code>store.subscribe</code>';
+invalidate();
+await updateHerd();
+$('run').disabled = false;
+document.body.dataset.ready = 'true';

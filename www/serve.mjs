@@ -1,0 +1,144 @@
+// A tiny static server for the retry-wasm playground.
+//
+//   node www/serve.mjs                    serves on http://127.0.0.1:${PORT || 8080}
+//   RETRY_WASM_STANDIN=1 node www/serve.mjs   maps `retry-wasm` to www/dev-standin.js
+//
+// Routes:
+//   /                      www/index.html (its import map maps `retry-wasm`)
+//   /<file>                files of www/
+//   /retry-wasm/js/...     the package's js/ folder  (entry: /retry-wasm/js/index.js)
+//   /retry-wasm/pkg/...    the package's pkg/ folder (wasm-bindgen output)
+//
+// Nothing outside those folders is reachable. Tests import `startServer`.
+
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { dirname, extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const WWW = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(WWW, '..');
+const PACKAGE_ENTRY = '/retry-wasm/js/index.js';
+const STANDIN_ENTRY = '/dev-standin.js';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.json': 'application/json; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ts': 'text/plain; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+/** Resolve `rel` inside `base`, or null when it would escape `base`. */
+function inside(base, rel) {
+  const full = resolve(base, '.' + sep + rel);
+  return full === base || full.startsWith(base + sep) ? full : null;
+}
+
+/** Map a URL path to a file on disk, or null (404). */
+function route(pathname, standin) {
+  if (pathname === '/' || pathname === '/index.html') return join(WWW, 'index.html');
+  if (pathname.startsWith('/retry-wasm/')) {
+    const rest = pathname.slice('/retry-wasm/'.length);
+    const [top, ...more] = rest.split('/');
+    if ((top !== 'js' && top !== 'pkg') || more.length === 0) return null;
+    return inside(join(ROOT, top), more.join('/'));
+  }
+  const file = inside(WWW, pathname.slice(1));
+  if (file === join(WWW, 'serve.mjs')) return null; // the server itself is not part of the page
+  if (file === join(WWW, STANDIN_ENTRY.slice(1)) && !standin) return null;
+  return file;
+}
+
+/**
+ * Start the playground server.
+ * @param {{ port?: number, host?: string, standin?: boolean, quiet?: boolean }} [opts]
+ * @returns {Promise<{ url: string, port: number, standin: boolean, close: () => Promise<void> }>}
+ */
+export async function startServer({
+  port = Number(process.env.PORT ?? 8080),
+  host = '127.0.0.1',
+  standin = process.env.RETRY_WASM_STANDIN === '1',
+} = {}) {
+  const server = createServer(async (req, res) => {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.writeHead(405, { allow: 'GET, HEAD' }).end();
+        return;
+      }
+      let pathname;
+      try {
+        pathname = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+      } catch {
+        res.writeHead(400).end('bad request\n');
+        return;
+      }
+      if (pathname.includes('\0')) {
+        res.writeHead(400).end('bad request\n');
+        return;
+      }
+      const file = route(pathname, standin);
+      const info = file && (await stat(file).catch(() => null));
+      if (!info || !info.isFile()) {
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(`not found: ${pathname}\n`);
+        return;
+      }
+      let body = await readFile(file);
+      if (file === join(WWW, 'index.html') && standin) {
+        body = Buffer.from(body.toString('utf8').replaceAll(PACKAGE_ENTRY, STANDIN_ENTRY));
+      }
+      res.writeHead(200, {
+        'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+        'content-length': body.length,
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    } catch (err) {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+      res.end(`server error: ${err && err.message}\n`);
+    }
+  });
+
+  await new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, host, () => {
+      server.off('error', fail);
+      ok();
+    });
+  });
+  const actual = server.address().port;
+  return {
+    url: `http://${host}:${actual}/`,
+    port: actual,
+    standin,
+    close: () =>
+      new Promise((ok) => {
+        server.close(() => ok());
+        server.closeAllConnections?.();
+      }),
+  };
+}
+
+const isMain = process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href;
+if (isMain) {
+  const standin = process.env.RETRY_WASM_STANDIN === '1';
+  if (!standin && !existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
+    console.warn('warning: pkg/wasm-bytes.js is missing; run `npm run build` first (or set RETRY_WASM_STANDIN=1).');
+  }
+  try {
+    const { url } = await startServer({ standin });
+    console.log(`retry-wasm playground: ${url}${standin ? '  (RETRY_WASM_STANDIN=1: JS stand-in, not the wasm engine)' : ''}`);
+    console.log('press Ctrl+C to stop');
+  } catch (err) {
+    console.error(`could not start the server: ${err.message}`);
+    process.exit(1);
+  }
+}
