@@ -2,7 +2,7 @@
 // Side-by-side benchmarks of retry-wasm against @tanstack/pacer, p-retry,
 // cockatiel, exponential-backoff and async-retry. See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,memory,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--libs=id,id,...] [--json-out=FILE]
 //
@@ -20,6 +20,7 @@ import { loadRetryWasm } from './lib/retry-wasm.mjs';
 import { fmtInt, fmtNum, fmtRatio, spreadPct, summarize, table } from './lib/stats.mjs';
 import { PER_CALL_CASES, runPerCallCase } from './cases/per-call.mjs';
 import { LOAD_IDS, runLoadCase } from './cases/load.mjs';
+import { MEMORY_IDS, runMemoryCase } from './cases/memory.mjs';
 import { measureSizes, formatSizes } from './size.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
@@ -38,15 +39,24 @@ const opt = (name, dflt) => {
 };
 const quick = flag('quick');
 const config = {
-  cases: opt('cases', 'success,fail-once,load,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', 'success,fail-once,load,memory,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
   flows: Number(opt('flows', quick ? 2000 : 10_000)),
-  loadRuns: quick ? 2 : 4,
+  loadRuns: quick ? 2 : 3,
   passes: Number(opt('passes', quick ? 1 : 2)),
+  memoryExecutions: quick ? 100_000 : 1_000_000,
+  memoryRetryers: quick ? 20_000 : 200_000,
 };
 const log = (s) => console.log(s);
+// A library that leaks a rejected promise must not crash the run: count it,
+// report it, and exit 1 at the end.
+const unhandled = [];
+process.on('unhandledRejection', (reason) => {
+  unhandled.push(String((reason && reason.message) || reason));
+  if (unhandled.length <= 3) log(`  ! unhandled rejection: ${unhandled[unhandled.length - 1]}`);
+});
 const startedAt = Date.now();
 
 // ---------------------------------------------------------------- setup
@@ -82,7 +92,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, memory: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -105,6 +115,15 @@ if (config.cases.includes('load')) {
   if (Object.keys(load.errors).length) failed = true;
   report.load = load;
   log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- memory retention
+if (config.cases.includes('memory')) {
+  const ids = MEMORY_IDS.filter((id) => (id !== 'retry-wasm' || rw.mod) && (!only || only.includes(id)));
+  log(`\n[memory] ${config.memoryExecutions.toLocaleString('en-US')} executions on one retryer, ${config.memoryRetryers.toLocaleString('en-US')} short-lived retryers; one process per library...`);
+  const memory = await runMemoryCase({ ids, executions: config.memoryExecutions, retryers: config.memoryRetryers, log });
+  if (Object.keys(memory.errors).length) failed = true;
+  report.memory = memory;
 }
 
 // ---------------------------------------------------------------- size
@@ -189,6 +208,27 @@ if (report.load) {
   log(`heap = (heapUsed + external) after starting all flows, minus the baseline, after gc(); external includes wasm memory.`);
 }
 
+if (report.memory) {
+  const { results, errors, targetBytes } = report.memory;
+  const rows = [];
+  for (const id of MEMORY_IDS) {
+    if (only && !only.includes(id)) continue;
+    const r = results[id];
+    const label = id === 'retry-wasm' ? 'retry-wasm' : `${id} (reference)`;
+    if (!r) {
+      rows.push([label, '—', '—', errors[id] ? errors[id].split('\n')[0].slice(0, 80) : id === 'retry-wasm' && !rw.mod ? 'not available' : '']);
+      continue;
+    }
+    const within = (x) => (Math.abs(x) <= targetBytes ? 'within 2 MB' : 'OVER 2 MB');
+    const red = (x) => (x.reduced ? ` (n=${x.n.toLocaleString('en-US')})` : '');
+    rows.push([label, fmtInt(r.executions.deltaBytes) + red(r.executions), fmtInt(r.retryers.deltaBytes) + red(r.retryers),
+      (id === 'retry-wasm' ? `${within(r.executions.deltaBytes)} / ${within(r.retryers.deltaBytes)}` : '') +
+      (r.executions.reduced || r.retryers.reduced ? ' (fewer iterations: too slow)' : '')]);
+  }
+  log(`\nMemory retention: change in heapUsed + external (wasm memory included) after gc, bytes`);
+  log(table(['library', `${report.memory.executions.toLocaleString('en-US')} executions`, `${report.memory.retryers.toLocaleString('en-US')} retryers`, 'target'], rows, 'lrrl'));
+}
+
 // ---------------------------------------------------------------- ratios
 const ratioRows = [];
 const ratios = report.ratios;
@@ -252,12 +292,17 @@ log(`Per-call ratios are paired: the median over rounds of the two libraries' sa
 if (ratioRows.length) {
   log(table(['case', 'retry-wasm', 'value', 'fastest peer', 'ratio', 'vs @tanstack/pacer', 'pacer ÷ rw'], ratioRows, 'llrlrlr'));
 } else {
-  log(`  (no retry-wasm figures: ${rw.mod ? 'no case selected' : 'retry-wasm not available'})`);
+  log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {
     const { results } = report.perCall[c];
     const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
     if (best) log(`  ${c}: fastest peer ${labelOf[best]} ${fmtInt(results[best].median)} ns/call; @tanstack/pacer ${fmtInt(results.pacer?.median)} ns/call`);
   }
+}
+if (unhandled.length) {
+  failed = true;
+  report.unhandledRejections = unhandled.length;
+  log(`\n${unhandled.length} unhandled rejection(s) during the per-call cases (first: ${unhandled[0]})`);
 }
 report.elapsedSeconds = Math.round((Date.now() - startedAt) / 100) / 10;
 log(`\nelapsed ${report.elapsedSeconds} s${failed ? ' — SOME LIBRARIES MISBEHAVED, see notes above' : ''}`);

@@ -8,6 +8,13 @@
 //! as a handful of number-in, number-out functions; the hand-written ESM
 //! front in `js/` carries values between promises and the machine.
 
+// The wasm build is no_std: std's panic hook and formatting machinery would
+// triple the download, and nothing here needs them. Native builds (tests)
+// keep std.
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+extern crate alloc;
+
 pub mod core;
 
 #[cfg(target_arch = "wasm32")]

@@ -4,32 +4,16 @@
 // times, in reversed order on every other pass, and the samples of all passes
 // are pooled before taking medians.
 
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { summarize } from '../lib/stats.mjs';
+import { runNodeChild } from '../lib/child.mjs';
 
 const CHILD = fileURLToPath(new URL('./load-child.mjs', import.meta.url));
 
 export const LOAD_IDS = ['retry-wasm', 'cockatiel', 'async-retry', 'exponential-backoff', 'p-retry', 'pacer'];
 
 function runChild(id, { flows, runs }) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', CHILD, id, `--flows=${flows}`, `--runs=${runs}`], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('close', (code) => {
-      const line = out.trim().split('\n').pop();
-      try {
-        resolve(JSON.parse(line));
-      } catch {
-        resolve({ id, error: `child exited ${code}: ${(err || out).trim().split('\n').slice(-3).join(' | ')}` });
-      }
-    });
-  });
+  return runNodeChild(CHILD, [id, `--flows=${flows}`, `--runs=${runs}`], id);
 }
 
 /**

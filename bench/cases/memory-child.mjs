@@ -10,7 +10,9 @@
 // "Settle" = gc(), a macrotask turn (so FinalizationRegistry callbacks, which
 // free wasm-side objects of collected wrappers, can run), gc() again, a few
 // times. Memory = heapUsed + external (external includes WebAssembly memory).
-// Prints one JSON line { id, executions: {n, deltaBytes}, retryers: {n, deltaBytes} }.
+// Prints one JSON line { id, executions: {n, deltaBytes, ...}, retryers: {...} }.
+// A scenario projected (from its warm-up) to exceed --time-cap-ms (12 s) runs
+// fewer iterations and says so (reduced: true).
 // The retry-wasm target (issue 5): each delta within 2 MB (2,097,152 B).
 
 import { peerAdapters, retryWasmAdapters } from '../lib/adapters.mjs';
@@ -75,14 +77,22 @@ async function retryers(n) {
   }
 }
 
-async function scenario(run, n) {
-  await run(Math.max(100, Math.ceil(n / 100)));
+// Keeps the whole bench short: if the warm-up projects a scenario to run
+// longer than TIME_CAP_MS, N is reduced (and reported as such).
+const TIME_CAP_MS = opt('time-cap-ms', 12_000);
+
+async function scenario(run, requested) {
+  const warm = Math.max(100, Math.ceil(requested / 100));
+  const w0 = performance.now();
+  await run(warm);
+  const msPerOp = (performance.now() - w0) / warm;
+  const n = Math.min(requested, Math.max(warm, Math.floor(TIME_CAP_MS / msPerOp)));
   const base = await settle();
   const t0 = performance.now();
   await run(n);
   const ms = performance.now() - t0;
   const after = await settle();
-  return { n, deltaBytes: after - base, ms: Math.round(ms) };
+  return { n, requested, reduced: n < requested, deltaBytes: after - base, ms: Math.round(ms) };
 }
 
 try {

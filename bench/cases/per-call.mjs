@@ -89,7 +89,11 @@ export async function runPerCallCase(caseId, adapters, { rounds = 15, sampleMs =
       const loop = makeLoop();
       // Correctness first: one call returns RESULT after the expected attempts.
       counter.attempts = 0;
-      const [, r] = await loop(call, 1);
+      let timer;
+      const hang = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error('first call did not settle within 5 s')), 5000);
+      });
+      const [, r] = await Promise.race([loop(call, 1), hang]).finally(() => clearTimeout(timer));
       if (r !== RESULT) throw new Error(`returned ${String(r)} instead of ${RESULT}`);
       if (counter.attempts !== def.attemptsPerCall) {
         throw new Error(`made ${counter.attempts} attempts per call instead of ${def.attemptsPerCall}`);
@@ -121,15 +125,23 @@ export async function runPerCallCase(caseId, adapters, { rounds = 15, sampleMs =
   for (let round = 0; round < rounds; round++) {
     for (let j = 0; j < entries.length; j++) {
       const e = entries[(j + round) % entries.length];
+      if (e.failed) continue;
       gcNow();
-      const [ns, r] = await e.loop(e.call, e.callsPerSample);
-      if (r !== RESULT) throw new Error(`${e.adapter.label} returned ${String(r)}`);
-      e.samples.push(ns / e.callsPerSample);
+      try {
+        const [ns, r] = await e.loop(e.call, e.callsPerSample);
+        if (r !== RESULT) throw new Error(`returned ${String(r)} instead of ${RESULT}`);
+        e.samples.push(ns / e.callsPerSample);
+      } catch (err) {
+        e.failed = true;
+        errors[e.adapter.id] = String((err && err.message) || err);
+        log(`  ! ${e.adapter.label}: ${errors[e.adapter.id]} (dropped)`);
+      }
     }
   }
 
   const out = {};
   for (const e of entries) {
+    if (e.failed) continue;
     const s = summarize(e.samples);
     out[e.adapter.id] = {
       ...s,

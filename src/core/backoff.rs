@@ -55,13 +55,24 @@ pub fn nominal(kind: Backoff, n: u32, base: f64, multiplier: f64) -> f64 {
     }
     let n = n.max(1);
     match kind {
-        Backoff::Exponential => {
-            let exp = (n - 1).min(2048) as i32;
-            base * multiplier.powi(exp)
-        }
+        Backoff::Exponential => base * power(multiplier, n - 1),
         Backoff::Linear => base * n as f64,
         Backoff::Fixed | Backoff::Decorrelated | Backoff::Custom => base,
     }
+}
+
+/// `x^n` by repeated squaring. Past 2^31 ms every delay is clamped anyway,
+/// so an overflow to infinity is harmless.
+fn power(x: f64, n: u32) -> f64 {
+    let (mut result, mut base, mut n) = (1.0, x, n);
+    while n > 0 {
+        if n & 1 == 1 {
+            result *= base;
+        }
+        base *= base;
+        n >>= 1;
+    }
+    result
 }
 
 /// Caps a nominal delay by `max_wait` (which may be infinite).
@@ -79,9 +90,9 @@ pub fn jitter(capped: f64, how: Jitter, u: f64) -> f64 {
                 return capped.max(0.0);
             }
             let r = 2.0 * u - 1.0;
-            (capped + (capped * fraction * r).floor()).max(0.0)
+            (capped + libm::floor(capped * fraction * r)).max(0.0)
         }
-        Jitter::Full => (capped * u).floor().max(0.0),
+        Jitter::Full => libm::floor(capped * u).max(0.0),
     }
 }
 
@@ -89,7 +100,7 @@ pub fn jitter(capped: f64, how: Jitter, u: f64) -> f64 {
 /// `3 * previous` (never below `base`), capped by `max_wait`.
 pub fn decorrelated(previous: f64, base: f64, max_wait: f64, u: f64) -> f64 {
     let high = (previous * 3.0).max(base);
-    let pick = base + ((high - base) * u).floor();
+    let pick = base + libm::floor((high - base) * u);
     pick.min(max_wait).max(0.0)
 }
 

@@ -6,6 +6,8 @@
 //! drains the same pool, so retries stop together instead of multiplying the
 //! load on the service that is already failing.
 
+use alloc::vec::Vec;
+
 /// Default `maxTokens` of a `RetryBudget`.
 pub const DEFAULT_MAX_TOKENS: f64 = 10.0;
 /// Default `tokenRatio` of a `RetryBudget`.

@@ -10,7 +10,8 @@
 //! Every flow has a generation number; late settlements, answers and timers
 //! of an older flow or attempt are ignored.
 
-use std::collections::VecDeque;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
 
 use super::backoff::{self, Backoff, Jitter};
 use super::budget::Budgets;
@@ -95,9 +96,13 @@ enum Step {
         decided_at: f64,
     },
     /// After `onError` of a final failure: the flow is no longer executing.
-    Finalize { gen: u32 },
+    Finalize {
+        gen: u32,
+    },
     /// The execution-timeout error now is the last error.
-    MarkError { gen: u32 },
+    MarkError {
+        gen: u32,
+    },
 }
 
 impl Step {
@@ -274,8 +279,8 @@ impl Machine {
             match step {
                 Step::Out(effect) => {
                     match effect {
-                        Effect::StartTimer { timer, .. } => self.armed[timer as usize] = true,
-                        Effect::ClearTimer { timer } => self.armed[timer as usize] = false,
+                        Effect::StartTimer { timer, .. } => self.set_armed(timer, true),
+                        Effect::ClearTimer { timer } => self.set_armed(timer, false),
                         _ => {}
                     }
                     return Some(effect);
@@ -411,16 +416,16 @@ impl Machine {
 
     /// A timer fired.
     pub fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
-        if !self.armed[timer as usize] {
+        if !self.is_armed(timer) {
             return;
         }
-        self.armed[timer as usize] = false;
+        self.set_armed(timer, false);
         let Some(flow) = self.flow.as_ref() else {
             return;
         };
         let (gen, attempt) = (flow.gen, flow.attempt);
-        let waiting = flow.phase == Phase::Waiting;
-        let attempting = flow.phase == Phase::Attempt;
+        let waiting = matches!(flow.phase, Phase::Waiting);
+        let attempting = matches!(flow.phase, Phase::Attempt);
         match timer {
             Timer::Wait if waiting => self.begin_attempt(attempt.saturating_add(1)),
             Timer::Attempt if attempting => self.execution_timeout(gen, now, budgets),
@@ -443,7 +448,7 @@ impl Machine {
         if self.flow.as_ref().map(|f| f.gen) == Some(gen) {
             if let Some(flow) = self.flow.take() {
                 self.drop_queued(gen);
-                if flow.phase == Phase::Attempt {
+                if matches!(flow.phase, Phase::Attempt) {
                     self.emit(Effect::AbortAttempt {
                         gen,
                         reason: AbortReason::Manual,
@@ -854,7 +859,7 @@ impl Machine {
         let Some(flow) = self.flow.as_mut() else {
             return;
         };
-        if flow.gen != gen || flow.phase != Phase::Deciding {
+        if flow.gen != gen || !matches!(flow.phase, Phase::Deciding) {
             return;
         }
         if decided_at + delay >= flow.deadline {
@@ -879,7 +884,19 @@ impl Machine {
     // ----- helpers -----
 
     fn is_running(&self, gen: u32, attempt: u32) -> bool {
-        matches!(&self.flow, Some(f) if f.gen == gen && f.attempt == attempt && f.phase == Phase::Attempt)
+        matches!(&self.flow, Some(f) if f.gen == gen && f.attempt == attempt && matches!(f.phase, Phase::Attempt))
+    }
+
+    // `get` rather than indexing: no bounds-check panic path, which would
+    // drag integer formatting into the wasm build.
+    fn is_armed(&self, timer: Timer) -> bool {
+        self.armed.get(timer as usize).copied().unwrap_or(false)
+    }
+
+    fn set_armed(&mut self, timer: Timer, on: bool) {
+        if let Some(slot) = self.armed.get_mut(timer as usize) {
+            *slot = on;
+        }
     }
 
     fn call(&mut self, gen: u32, cb: Cb, arg: u32) {
@@ -889,7 +906,7 @@ impl Machine {
     }
 
     fn clear_timer(&mut self, timer: Timer) {
-        if self.armed[timer as usize] {
+        if self.is_armed(timer) {
             self.emit(Effect::ClearTimer { timer });
         }
     }

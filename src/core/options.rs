@@ -5,6 +5,8 @@
 //! (it can see types; the core cannot) and hands it over with the option's
 //! wire id. Every decision about what is acceptable is made here.
 
+use alloc::vec::Vec;
+
 use super::backoff::{Backoff, Jitter};
 
 /// Default `maxAttempts` (total attempts including the first).
@@ -319,7 +321,7 @@ impl Default for Policy {
 
 /// Checks a value for `maxAttempts` (static, or returned by its function).
 pub fn check_max_attempts(v: f64) -> Result<f64, Expect> {
-    if v == f64::INFINITY || (v.is_finite() && v >= 1.0 && v.fract() == 0.0) {
+    if v == f64::INFINITY || (v.is_finite() && v >= 1.0 && libm::floor(v) == v) {
         Ok(v)
     } else {
         Err(Expect::PositiveIntegerOrInfinity)
@@ -365,8 +367,6 @@ impl Policy {
         use ErrorKind::{Range, Type};
         let type_err = |e| OptionError::new(Type, opt, e);
         let range_err = |e| OptionError::new(Range, opt, e);
-        let d = Policy::default();
-
         if let Some(cb) = opt.callback() {
             match raw {
                 Raw::Undefined => self.callbacks &= !cb.bit(),
@@ -380,7 +380,7 @@ impl Policy {
             Opt::MaxAttempts => {
                 self.max_attempts_set = !matches!(raw, Raw::Undefined);
                 self.max_attempts = match raw {
-                    Raw::Undefined => d.max_attempts,
+                    Raw::Undefined => Num::Static(DEFAULT_MAX_ATTEMPTS),
                     Raw::Function => Num::Dynamic,
                     Raw::Number(v) => Num::Static(check_max_attempts(v).map_err(range_err)?),
                     _ => return Err(type_err(Expect::PositiveIntegerOrInfinity)),
@@ -388,8 +388,8 @@ impl Policy {
             }
             Opt::BaseWait | Opt::MaxWait => {
                 let value = match raw {
-                    Raw::Undefined if opt == Opt::BaseWait => d.base_wait,
-                    Raw::Undefined => d.max_wait,
+                    Raw::Undefined if opt == Opt::BaseWait => Num::Static(DEFAULT_BASE_WAIT),
+                    Raw::Undefined => Num::Static(DEFAULT_MAX_WAIT),
                     Raw::Function => Num::Dynamic,
                     Raw::Number(v) if opt == Opt::BaseWait => {
                         Num::Static(check_finite_non_negative(v).map_err(range_err)?)
@@ -417,7 +417,7 @@ impl Policy {
             }
             Opt::Backoff => {
                 self.backoff = match raw {
-                    Raw::Undefined => d.backoff,
+                    Raw::Undefined => Backoff::Exponential,
                     Raw::Function => Backoff::Custom,
                     Raw::Str("exponential") => Backoff::Exponential,
                     Raw::Str("linear") => Backoff::Linear,
@@ -454,7 +454,7 @@ impl Policy {
             }
             Opt::Enabled => {
                 self.enabled = match raw {
-                    Raw::Undefined => d.enabled,
+                    Raw::Undefined => Flag::Static(true),
                     Raw::Bool(b) => Flag::Static(b),
                     Raw::Function => Flag::Dynamic,
                     _ => return Err(type_err(Expect::BooleanOrFunction)),
@@ -662,7 +662,10 @@ mod tests {
             .unwrap();
         assert!(p.finish().is_ok());
         p.set(Opt::Intervals, Raw::Array(0)).unwrap();
-        assert_eq!(p.finish().unwrap_err().expect, Expect::IntervalsWithInfinity);
+        assert_eq!(
+            p.finish().unwrap_err().expect,
+            Expect::IntervalsWithInfinity
+        );
     }
 
     #[test]

@@ -324,7 +324,7 @@ describe('a dynamic option returning garbage ends the flow with a RangeError', (
       it(`${name}: ${String(dyn)} (throwOnError ${throwOnError})`, async () => {
         const fn = vi.fn(() => Promise.reject(new Error('plain failure')))
         const onError = vi.fn()
-        const r = new AsyncRetryer(fn, { [name]: dyn, throwOnError, baseWait: 1, onError })
+        const r = new AsyncRetryer(fn, { throwOnError, baseWait: 1, onError, [name]: dyn })
         let p
         expect(() => { p = r.execute() }).not.toThrow()
         const t = track(p)

@@ -12,15 +12,20 @@ import { CHROMIUM, chromiumAvailable, isCI, launchChromium, serveStatic, skipBan
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.join(ROOT, 'node_modules', '.bin');
 const TIMEOUT_MS = 60_000;
+const LINGER_LIMIT_MS = 3_000;
 
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1].split(',')) : null;
 
-function runProcess(cmd, args, { cwd, env }) {
+function runProcess(cmd, args, { cwd, env, marker }) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    child.stdout.on('data', (d) => (out += d));
+    let markedAt = null;
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (markedAt === null && out.includes(marker)) markedAt = performance.now();
+    });
     child.stderr.on('data', (d) => (out += d));
     const timer = setTimeout(() => {
       out += `\n(timed out after ${TIMEOUT_MS} ms)`;
@@ -28,20 +33,26 @@ function runProcess(cmd, args, { cwd, env }) {
     }, TIMEOUT_MS);
     child.on('error', (e) => {
       clearTimeout(timer);
-      resolve({ code: -1, out: out + `\n${e.message}` });
+      resolve({ code: -1, out: out + `\n${e.message}`, lingerMs: 0 });
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code: code ?? signal, out });
+      resolve({ code: code ?? signal, out, lingerMs: markedAt === null ? 0 : performance.now() - markedAt });
     });
   });
 }
 
 async function processRuntime(label, cmd, args, cwd, env = {}) {
   const t0 = performance.now();
-  const { code, out } = await runProcess(cmd, args, { cwd, env });
-  let ok = code === 0 && out.includes(`SMOKE OK ${label}`);
+  const marker = `SMOKE OK ${label}`;
+  const { code, out, lingerMs } = await runProcess(cmd, args, { cwd, env, marker });
+  let ok = code === 0 && out.includes(marker);
   let detail = ok ? firstLine(out, 'SMOKE OK') : `exit ${code}\n${out.trim()}`;
+  // SPEC §1 rule 12: once the flow has settled nothing keeps the process alive.
+  if (ok && lingerMs > LINGER_LIMIT_MS) {
+    ok = false;
+    detail = `the process stayed alive ${Math.round(lingerMs)} ms after the smoke test finished (limit ${LINGER_LIMIT_MS} ms): a timer or handle is left behind\n${detail}`;
+  }
   // The smoke script reports where 'retry-wasm' resolved: it must be the packed copy.
   if (ok && !detail.includes(`/.consumer/node_modules/${PACKAGE_NAME}/`)) {
     ok = false;

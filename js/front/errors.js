@@ -1,0 +1,67 @@
+// Turning the engine's error codes into TypeError / RangeError messages that
+// name the option and the value.
+import { EXPECTS, INITIAL_FIELDS, OPTION_NAMES, OPT } from './wire.js';
+import { show } from './values.js';
+
+/** Decodes `1 | kind << 1 | opt << 2 | expect << 8 | index << 14`. */
+export function decodeError(code) {
+  return {
+    range: ((code >>> 1) & 1) === 1,
+    opt: (code >>> 2) & 0x3f,
+    expect: (code >>> 8) & 0x3f,
+    index: code >>> 14,
+  };
+}
+
+export function optionError(code, name, value) {
+  const { range, opt, expect, index } = decodeError(code);
+  if (expect === 0) {
+    return new TypeError(`retry-wasm: unknown option '${name}' (got ${show(value)})`);
+  }
+  let label = OPTION_NAMES[opt] ?? name;
+  let shown = value;
+  if (opt === OPT.INTERVALS && Array.isArray(value)) {
+    label = `intervals[${index}]`;
+    shown = value[index];
+  } else if (opt === OPT.INITIAL_STATE && value !== null && typeof value === 'object') {
+    label = `initialState.${INITIAL_FIELDS[index] ?? '?'}`;
+    shown = value[INITIAL_FIELDS[index]];
+  }
+  const Ctor = range ? RangeError : TypeError;
+  return new Ctor(`retry-wasm: option '${label}' must be ${EXPECTS[expect]}; got ${show(shown)}`);
+}
+
+/** The RangeError that ends a flow whose option function answered badly. */
+export function dynamicError(opt, value) {
+  const name = OPTION_NAMES[opt] ?? 'option';
+  return new RangeError(`retry-wasm: the function given as '${name}' returned an invalid value: ${show(value)}`);
+}
+
+/** The TimeoutError an attempt's signal aborts with. */
+export function timeoutError(ms) {
+  const message = `retry-wasm: attempt exceeded maxExecutionTime (${ms} ms)`;
+  if (typeof DOMException === 'function') return new DOMException(message, 'TimeoutError');
+  const e = new Error(message);
+  e.name = 'TimeoutError';
+  return e;
+}
+
+/** The reason an attempt's signal aborts with on abort, new execution or total timeout. */
+export function abortError(reason) {
+  const message = `retry-wasm: aborted (${reason})`;
+  if (typeof DOMException === 'function') return new DOMException(message, 'AbortError');
+  const e = new Error(message);
+  e.name = 'AbortError';
+  return e;
+}
+
+/** Reports an error no promise can carry (a throwing store listener). */
+export function reportLater(error) {
+  if (typeof globalThis.reportError === 'function') {
+    globalThis.reportError(error);
+  } else {
+    queueMicrotask(() => {
+      throw error;
+    });
+  }
+}

@@ -1,0 +1,518 @@
+// AsyncRetryer: carries values between promises, timers, signals and the
+// engine. Every decision (what happens next, when, and with which state) is
+// the engine's; this file only carries out the effects it returns.
+import { cells, engine as w } from './engine.js';
+import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
+import { classify } from './values.js';
+import {
+  ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB, CELL as C, EVAL, FX, GIVE_UP_REASONS,
+  INITIAL_FIELDS, MORE, OPT, OPTION_IDS, OPTION_NAMES, OUTCOME, STATUSES, TAG,
+} from './wire.js';
+
+const CELL_COUNT = w.cell_count();
+
+/** Defaults as `retryer.options` shows them; the numbers come from the engine. */
+const DEFAULTS = Object.freeze({
+  backoff: 'exponential',
+  baseWait: w.default_of(OPT.BASE_WAIT),
+  enabled: true,
+  jitter: w.default_of(OPT.JITTER),
+  maxAttempts: w.default_of(OPT.MAX_ATTEMPTS),
+  maxExecutionTime: w.default_of(OPT.MAX_EXECUTION_TIME),
+  maxTotalExecutionTime: w.default_of(OPT.MAX_TOTAL_EXECUTION_TIME),
+  maxWait: w.default_of(OPT.MAX_WAIT),
+  throwOnError: 'last',
+});
+
+const registry = typeof FinalizationRegistry === 'function'
+  ? new FinalizationRegistry((h) => w.destroy(h))
+  : null;
+
+const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+function isAbortError(e) {
+  try {
+    return e !== null && typeof e === 'object' && e.name === 'AbortError';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Stages every option of `opts` on the engine (a copy of retryer `h`'s
+ * policy, or the defaults when `h` is 0) and commits them. Throws the
+ * engine's verdict as a TypeError or RangeError; a failed call changes
+ * nothing. Returns the handle.
+ */
+function applyOptions(h, opts) {
+  if (opts === undefined) opts = {};
+  if (opts === null || typeof opts !== 'object') {
+    throw new TypeError(`retry-wasm: options must be an object; got ${opts === null ? 'null' : typeof opts}`);
+  }
+  // Read every value once, before staging: a getter may run user code.
+  const entries = Object.keys(opts).map((key) => [key, opts[key]]);
+  w.stage(h);
+  try {
+    for (const [key, value] of entries) {
+      const id = OPTION_IDS[key];
+      let code = id === undefined ? 1 : typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, ...classify(value));
+      if (!code && id === OPT.INTERVALS && Array.isArray(value)) {
+        for (let i = 0; i < value.length && !code; i++) code = w.interval(i, ...classify(value[i]));
+      }
+      if (!code && id === OPT.INITIAL_STATE && value !== null && typeof value === 'object') {
+        for (let f = 0; f < INITIAL_FIELDS.length && !code; f++) {
+          const field = value[INITIAL_FIELDS[f]];
+          // lastResult / lastError may be any value: only presence matters.
+          code = f >= 3 ? w.initial(f, field === undefined ? TAG.UNDEFINED : TAG.OBJECT, 0) : w.initial(f, ...classify(field));
+        }
+      }
+      if (code) throw optionError(code, key, value);
+    }
+  } catch (e) {
+    w.unstage();
+    throw e;
+  }
+  const r = w.commit(h);
+  if (r >>> 31) {
+    const code = r & 0x7fffffff;
+    const name = OPTION_NAMES[(code >>> 2) & 0x3f];
+    throw optionError(code, name, opts[name]);
+  }
+  return r;
+}
+
+/** Merges given options over `base` the way `retryer.options` shows them. */
+function mergeOptions(base, opts) {
+  const merged = { ...base };
+  for (const key of Object.keys(opts)) {
+    const value = opts[key];
+    if (value === undefined) {
+      if (key in DEFAULTS) merged[key] = DEFAULTS[key];
+      else delete merged[key];
+    } else {
+      merged[key] = value;
+    }
+  }
+  return merged;
+}
+
+/**
+ * Retries an async function with backoff, deadlines and cancellation; a
+ * drop-in for `@tanstack/pacer`'s AsyncRetryer. See the README for every
+ * option and its default.
+ */
+export class AsyncRetryer {
+  #h = 0;
+  #c = 0;
+  #given = {};
+  #pumping = false;
+  #dirty = false;
+  /** The newest flow's record; older unfinished ones wait in #older. */
+  #flow = null;
+  #older = null;
+  #timers = [undefined, undefined, undefined];
+  #fire;
+  #onSignal;
+  #listened = null;
+  #subscribers = [];
+  #snap = null;
+  #snapVersion = -1;
+  #lastResult = undefined;
+  #lastError = undefined;
+
+  constructor(fn, initialOptions = {}) {
+    if (typeof fn !== 'function') {
+      throw new TypeError(`retry-wasm: AsyncRetryer needs a function to retry; got ${fn === null ? 'null' : typeof fn}`);
+    }
+    /** The function being retried. */
+    this.fn = fn;
+    const h = applyOptions(0, initialOptions);
+    this.#h = h;
+    this.#c = w.cells(h) / 8;
+    registry?.register(this, h, this);
+    const given = initialOptions ?? {};
+    this.#given = { ...given };
+    /** The `key` option, an identifier. */
+    this.key = given.key;
+    /** The merged options, defaults included. */
+    this.options = this.#view();
+    const init = given.initialState;
+    if (init !== null && typeof init === 'object') {
+      this.#lastResult = init.lastResult;
+      this.#lastError = init.lastError;
+    }
+    this.#fire = [0, 1, 2].map((t) => () => {
+      this.#timers[t] = undefined;
+      this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
+    });
+    this.#onSignal = () => this.#input(w.abort(this.#h, true, !this.#pumping));
+    const self = this;
+    /** The state store: `state` (8 fields) and `subscribe(listener)`. */
+    this.store = Object.freeze({
+      get state() {
+        return self.#state();
+      },
+      subscribe(listener) {
+        return self.#subscribe(listener);
+      },
+    });
+    this.#hint();
+  }
+
+  /** Merges and validates new options; an active flow goes on with them. */
+  setOptions = (newOptions) => {
+    applyOptions(this.#h, newOptions);
+    this.#given = mergeOptions(this.#given, newOptions ?? {});
+    if ('key' in (newOptions ?? {})) this.key = newOptions.key;
+    this.options = this.#view();
+    this.#hint();
+    if (!this.#pumping) this.#input(w.next(this.#h));
+  };
+
+  /**
+   * Runs the function with retries. Resolves its result, or `undefined`
+   * when disabled, aborted or (with throwOnError false) failed.
+   */
+  execute = (...args) => {
+    let resolve, reject;
+    const promise = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const prev = this.#flow;
+    if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
+    const signal = this.options.signal;
+    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true, !this.#pumping);
+    this.#flow = {
+      gen: cells()[this.#c + C.LAST_GEN],
+      args,
+      resolve,
+      reject,
+      done: false,
+      result: undefined,
+      error: undefined,
+      thrown: undefined,
+      invalid: undefined,
+      ctrl: null,
+      ctrlAttempt: 0,
+    };
+    this.#input(e);
+    return promise;
+  };
+
+  /**
+   * The AbortSignal of the running attempt (pass it to `fetch`); `null` when
+   * no flow is active.
+   */
+  getAbortSignal = () => {
+    const F = cells();
+    const flow = this.#flow;
+    if (F[this.#c + C.ACTIVE] !== 1 || flow === null) return null;
+    const attempt = F[this.#c + C.ATTEMPT];
+    if (flow.ctrl === null || flow.ctrlAttempt !== attempt) {
+      flow.ctrl = new AbortController();
+      flow.ctrlAttempt = attempt;
+    }
+    return flow.ctrl.signal;
+  };
+
+  /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
+  abort = () => {
+    this.#input(w.abort(this.#h, false, !this.#pumping));
+  };
+
+  /** Restores the default state; an active flow goes on. */
+  reset = () => {
+    this.#lastResult = undefined;
+    this.#lastError = undefined;
+    this.#input(w.reset(this.#h, !this.#pumping));
+  };
+
+  /** Aborts any active flow and frees the engine's memory for this retryer. */
+  [disposeSymbol]() {
+    if (this.#h === 0) return;
+    this.abort();
+    for (let t = 0; t < 3; t++) clearTimeout(this.#timers[t]);
+    registry?.unregister(this);
+    w.destroy(this.#h);
+    this.#h = 0;
+  }
+
+  #view() {
+    const o = mergeOptions(DEFAULTS, this.#given);
+    if (this.#given.throwOnError === undefined && typeof this.#given.onError === 'function') o.throwOnError = false;
+    return o;
+  }
+
+  /** Tells the engine what a dynamic `enabled` says, for `status`. */
+  #hint() {
+    const enabled = this.options.enabled;
+    if (typeof enabled === 'function') {
+      let on = false;
+      try {
+        on = !!enabled(this);
+      } catch (e) {
+        reportLater(e);
+      }
+      w.hint(this.#h, on);
+    }
+  }
+
+  #state() {
+    const F = cells();
+    const c = this.#c;
+    const version = F[c + C.VERSION];
+    if (version !== this.#snapVersion || this.#snap === null) {
+      this.#snapVersion = version;
+      this.#snap = {
+        currentAttempt: F[c + C.ATTEMPT],
+        executionCount: F[c + C.COUNT],
+        isExecuting: F[c + C.EXECUTING] === 1,
+        lastError: F[c + C.HAS_ERROR] === 1 ? this.#lastError : undefined,
+        lastExecutionTime: F[c + C.LAST_TIME],
+        lastResult: F[c + C.HAS_RESULT] === 1 ? this.#lastResult : undefined,
+        status: STATUSES[F[c + C.STATUS]],
+        totalExecutionTime: F[c + C.TOTAL_TIME],
+      };
+    }
+    return this.#snap;
+  }
+
+  #subscribe(listener) {
+    const call = typeof listener === 'function'
+      ? listener
+      : listener !== null && typeof listener === 'object' && typeof listener.next === 'function'
+        ? (state) => listener.next(state)
+        : null;
+    if (call === null) throw new TypeError('retry-wasm: subscribe needs a function or an observer with next()');
+    const entry = { call };
+    this.#subscribers = [...this.#subscribers, entry];
+    w.listeners(this.#h, true);
+    const unsubscribe = () => {
+      this.#subscribers = this.#subscribers.filter((s) => s !== entry);
+      if (this.#subscribers.length === 0) w.listeners(this.#h, false);
+    };
+    unsubscribe.unsubscribe = unsubscribe;
+    return unsubscribe;
+  }
+
+  #flowOf(gen) {
+    const flow = this.#flow;
+    if (flow !== null && flow.gen === gen) return flow;
+    return this.#older?.get(gen) ?? null;
+  }
+
+  /**
+   * Feeds the result of an input call. Outside a drain, `e` is the first
+   * effect and this drains the queue; inside one (a callback re-entered),
+   * the outer drain picks the new effects up.
+   */
+  #input(e) {
+    if (this.#pumping) {
+      if (e !== 0) this.#dirty = true;
+      return;
+    }
+    if (e === 0) return;
+    this.#pumping = true;
+    try {
+      for (;;) {
+        this.#run(e);
+        if ((e & MORE) === 0 && !this.#dirty) break;
+        this.#dirty = false;
+        e = w.next(this.#h);
+        if (e === 0) break;
+      }
+    } finally {
+      this.#pumping = false;
+      this.#dirty = false;
+    }
+  }
+
+  #settled(gen, attempt, fulfilled, value) {
+    const flow = this.#flowOf(gen);
+    if (flow === null || flow.done) return;
+    const F = cells();
+    const before = F[this.#c + C.VERSION];
+    const pop = !this.#pumping;
+    const e = fulfilled
+      ? w.ok(this.#h, gen, attempt, Date.now(), pop)
+      : w.err(this.#h, gen, attempt, isAbortError(value), Date.now(), pop);
+    if (cells()[this.#c + C.VERSION] !== before) {
+      // Accepted: the engine moved on. Record the value before any effect runs.
+      if (fulfilled) {
+        flow.result = value;
+        this.#lastResult = value;
+      } else {
+        flow.error = value;
+        if (!isAbortError(value)) this.#lastError = value;
+      }
+    }
+    this.#input(e);
+  }
+
+  #callbackThrew(gen, error) {
+    const flow = this.#flowOf(gen);
+    if (flow === null || flow.done) {
+      reportLater(error);
+      return;
+    }
+    if (flow.thrown === undefined) flow.thrown = { error };
+    this.#input(w.threw(this.#h, gen, !this.#pumping));
+  }
+
+  #run(e) {
+    const kind = e & 15;
+    const sub = (e >>> 4) & 15;
+    const F = cells();
+    const c = this.#c;
+    switch (kind) {
+      case FX.INVOKE: {
+        const gen = F[c + C.GEN];
+        const attempt = F[c + C.VALUE];
+        const flow = this.#flowOf(gen);
+        if (flow === null) return;
+        if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
+        let p;
+        try {
+          p = this.fn(...flow.args);
+        } catch (error) {
+          p = Promise.reject(error);
+        }
+        if (!(p instanceof Promise)) p = Promise.resolve(p);
+        p.then(
+          (v) => this.#settled(gen, attempt, true, v),
+          (err) => this.#settled(gen, attempt, false, err),
+        );
+        return;
+      }
+      case FX.START_TIMER:
+        clearTimeout(this.#timers[sub]);
+        this.#timers[sub] = setTimeout(this.#fire[sub], F[c + C.VALUE]);
+        return;
+      case FX.CLEAR_TIMER:
+        clearTimeout(this.#timers[sub]);
+        this.#timers[sub] = undefined;
+        return;
+      case FX.ABORT_ATTEMPT: {
+        const flow = this.#flowOf(F[c + C.GEN]);
+        if (flow === null) return;
+        let reason;
+        if (sub === ABORT_EXECUTION_TIMEOUT) {
+          reason = timeoutError(this.options.maxExecutionTime);
+          flow.error = reason;
+          this.#lastError = reason;
+        } else {
+          reason = abortError(ABORT_REASONS[sub]);
+        }
+        const ctrl = flow.ctrl;
+        if (ctrl !== null && !ctrl.signal.aborted) ctrl.abort(reason);
+        return;
+      }
+      case FX.CALL:
+        this.#call(sub, F[c + C.GEN], F[c + C.ARG]);
+        return;
+      case FX.EVAL:
+        this.#eval(sub, F[c + C.GEN], F[c + C.VALUE]);
+        return;
+      case FX.LISTEN: {
+        const signal = this.options.signal;
+        if (signal != null) {
+          signal.addEventListener('abort', this.#onSignal);
+          this.#listened = signal;
+        }
+        return;
+      }
+      case FX.UNLISTEN:
+        this.#listened?.removeEventListener('abort', this.#onSignal);
+        this.#listened = null;
+        return;
+      case FX.STATE_CHANGED: {
+        const state = this.#state();
+        for (const s of this.#subscribers) {
+          try {
+            s.call(state);
+          } catch (error) {
+            reportLater(error);
+          }
+        }
+        return;
+      }
+      case FX.FINISH:
+        this.#finish(sub, F[c + C.GEN], F[c + C.ARG]);
+        return;
+      default:
+    }
+  }
+
+  #call(cb, gen, arg) {
+    const flow = this.#flowOf(gen);
+    if (flow === null) return;
+    const o = this.options;
+    try {
+      switch (cb) {
+        case CB.RETRY: o.onRetry?.(arg, flow.error, this); break;
+        case CB.ERROR: o.onError?.(flow.error, flow.args, this); break;
+        case CB.LAST_ERROR: o.onLastError?.(flow.error, this); break;
+        case CB.SUCCESS: o.onSuccess?.(flow.result, flow.args, this); break;
+        case CB.SETTLED: o.onSettled?.(flow.args, this); break;
+        case CB.ABORT: o.onAbort?.(ABORT_REASONS[arg], this); break;
+        case CB.EXECUTION_TIMEOUT: o.onExecutionTimeout?.(this); break;
+        case CB.TOTAL_EXECUTION_TIMEOUT: o.onTotalExecutionTimeout?.(this); break;
+        case CB.GIVE_UP: o.onGiveUp?.(flow.error, GIVE_UP_REASONS[arg], this); break;
+        default:
+      }
+    } catch (error) {
+      this.#callbackThrew(gen, error);
+    }
+  }
+
+  #eval(what, gen, attempt) {
+    const flow = what === EVAL.ENABLED ? null : this.#flowOf(gen);
+    const o = this.options;
+    let tag;
+    let num = 0;
+    let value;
+    try {
+      switch (what) {
+        case EVAL.ENABLED: value = !!o.enabled(this); break;
+        case EVAL.SHOULD_RETRY: value = !!o.shouldRetry(flow?.error, attempt, this); break;
+        case EVAL.MAX_ATTEMPTS: value = o.maxAttempts(this); break;
+        case EVAL.BASE_WAIT: value = o.baseWait(this); break;
+        case EVAL.MAX_WAIT: value = o.maxWait(this); break;
+        case EVAL.RETRY_AFTER: value = o.retryAfter(flow?.error, attempt, this); break;
+        case EVAL.BACKOFF: value = o.backoff(attempt, this); break;
+        default: value = undefined;
+      }
+      [tag, num] = classify(value);
+      if (flow !== null) flow.invalid = value;
+    } catch (error) {
+      tag = TAG.THREW;
+      if (flow !== null) flow.thrown ??= { error };
+      else if (what === EVAL.ENABLED) {
+        const pending = this.#flowOf(gen);
+        if (pending !== null) pending.thrown ??= { error };
+      }
+    }
+    this.#input(w.provide(this.#h, gen, tag, num, Date.now(), !this.#pumping));
+  }
+
+  #finish(outcome, gen, arg) {
+    const flow = this.#flowOf(gen);
+    if (flow === null || flow.done) return;
+    flow.done = true;
+    this.#older?.delete(gen);
+    switch (outcome) {
+      case OUTCOME.RESULT: flow.resolve(flow.result); break;
+      case OUTCOME.UNDEFINED: flow.resolve(undefined); break;
+      case OUTCOME.REJECT: flow.reject(flow.error); break;
+      case OUTCOME.INVALID: flow.reject(dynamicError(arg, flow.invalid)); break;
+      case OUTCOME.THROWN: flow.reject(flow.thrown?.error); break;
+      default: flow.resolve(undefined);
+    }
+    // Nothing of a settled flow stays reachable from the retryer.
+    flow.args = flow.result = flow.error = flow.thrown = flow.invalid = undefined;
+    flow.ctrl = null;
+  }
+}
+
+void CELL_COUNT;

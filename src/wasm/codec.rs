@@ -1,0 +1,153 @@
+//! The numeric wire format between the exports and the ESM front:
+//! value tags, effect codes, error codes and the state cell layout. The
+//! front end's `js/front/wire.js` mirrors these numbers.
+
+use crate::core::effect::{Effect, Outcome, Provided};
+use crate::core::machine::Machine;
+use crate::core::options::{self, Expect, OptionError, Raw};
+
+/// Value tags the front end uses to classify JavaScript values.
+pub mod tag {
+    pub const UNDEFINED: u32 = 0;
+    pub const NULL: u32 = 1;
+    pub const BOOL: u32 = 2;
+    pub const NUMBER: u32 = 3;
+    pub const FUNCTION: u32 = 5;
+    pub const ARRAY: u32 = 6;
+    pub const OBJECT: u32 = 7;
+    pub const BUDGET: u32 = 8;
+    pub const SIGNAL: u32 = 9;
+    /// For `provide`: the option function threw.
+    pub const THREW: u32 = 11;
+}
+
+/// Cells of the state mirror, by index.
+pub mod cell {
+    pub const VERSION: usize = 0;
+    pub const ATTEMPT: usize = 1;
+    pub const EXECUTING: usize = 2;
+    pub const STATUS: usize = 3;
+    pub const COUNT: usize = 4;
+    pub const LAST_TIME: usize = 5;
+    pub const TOTAL_TIME: usize = 6;
+    pub const HAS_RESULT: usize = 7;
+    pub const HAS_ERROR: usize = 8;
+    pub const ACTIVE: usize = 9;
+    pub const LAST_GEN: usize = 10;
+    /// Payload of the effect just popped: attempt number or delay in ms.
+    pub const VALUE: usize = 11;
+    /// Second payload: callback argument or option id.
+    pub const ARG: usize = 12;
+    /// Generation of the flow the popped effect belongs to.
+    pub const GEN: usize = 13;
+}
+
+/// Number of state cells per retryer.
+pub const CELL_COUNT: usize = 14;
+
+/// Error code for "no such option" (also a misuse of the staging calls).
+pub const UNKNOWN_OPTION: u32 = encode_error(0, 0, Expect::UnknownOption as u32, 0);
+
+/// Returned by `commit` when there was nothing staged.
+pub const COMMIT_FAILED: u32 = 1 << 31 | UNKNOWN_OPTION;
+
+/// Packs an option error: bit 0 set, bit 1 the kind (1 = RangeError),
+/// bits 2..8 the option id, bits 8..14 what was expected, bits 14.. the
+/// entry index.
+pub const fn encode_error(kind: u32, opt: u32, expect: u32, index: u32) -> u32 {
+    1 | (kind & 1) << 1 | (opt & 0x3f) << 2 | (expect & 0x3f) << 8 | (index & 0xffff) << 14
+}
+
+/// Encodes a refused option.
+pub fn option_error(e: OptionError) -> u32 {
+    encode_error(e.kind as u32, e.opt as u32, e.expect as u32, e.index)
+}
+
+/// Turns a tag and number from JavaScript into a [`Raw`] value.
+pub fn raw<'a>(tag: u32, num: f64, s: Option<&'a str>) -> Raw<'a> {
+    match tag {
+        tag::UNDEFINED => Raw::Undefined,
+        tag::NULL => Raw::Null,
+        tag::BOOL => Raw::Bool(num != 0.0),
+        tag::NUMBER => Raw::Number(num),
+        4 => s.map_or(Raw::Other, Raw::Str),
+        tag::FUNCTION => Raw::Function,
+        tag::ARRAY if num >= 0.0 && num <= u32::MAX as f64 => Raw::Array(num as u32),
+        tag::OBJECT => Raw::Object,
+        tag::BUDGET if num >= 0.0 && num <= u32::MAX as f64 => Raw::Budget(num as u32),
+        tag::SIGNAL => Raw::Signal,
+        _ => Raw::Other,
+    }
+}
+
+/// Turns the classified return value of an option function into [`Provided`].
+pub fn provided(tag: u32, num: f64) -> Provided {
+    match tag {
+        tag::UNDEFINED | tag::NULL => Provided::Nothing,
+        tag::BOOL => Provided::Bool(num != 0.0),
+        tag::NUMBER => Provided::Number(num),
+        tag::THREW => Provided::Threw,
+        _ => Provided::Other,
+    }
+}
+
+/// Encodes an effect as `kind | sub << 4 | more << 8` and writes its
+/// payload into the cells.
+pub fn encode(effect: Effect, more: bool, cells: &mut [f64; CELL_COUNT]) -> u32 {
+    let (kind, sub, gen, value, arg) = match effect {
+        Effect::Invoke { gen, attempt } => (1, 0, gen, f64::from(attempt), 0.0),
+        Effect::StartTimer { gen, timer, ms } => (2, timer as u32, gen, ms, 0.0),
+        Effect::ClearTimer { timer } => (3, timer as u32, 0, 0.0, 0.0),
+        Effect::AbortAttempt { gen, reason } => (4, reason as u32, gen, 0.0, 0.0),
+        Effect::Call { gen, cb, arg } => (5, cb as u32, gen, 0.0, f64::from(arg)),
+        Effect::Eval { gen, what, attempt } => (6, what as u32, gen, f64::from(attempt), 0.0),
+        Effect::Listen { gen } => (7, 0, gen, 0.0, 0.0),
+        Effect::Unlisten { gen } => (8, 0, gen, 0.0, 0.0),
+        Effect::StateChanged => (9, 0, 0, 0.0, 0.0),
+        Effect::Finish { gen, outcome } => {
+            let (code, opt) = match outcome {
+                Outcome::Result => (0, 0.0),
+                Outcome::Undefined => (1, 0.0),
+                Outcome::Reject => (2, 0.0),
+                Outcome::Invalid(o) => (3, f64::from(o as u8)),
+                Outcome::Thrown => (4, 0.0),
+            };
+            (10, code, gen, 0.0, opt)
+        }
+    };
+    cells[cell::VALUE] = value;
+    cells[cell::ARG] = arg;
+    cells[cell::GEN] = f64::from(gen);
+    kind | sub << 4 | u32::from(more) << 8
+}
+
+/// Mirrors the machine's observable state into the cells.
+pub fn mirror(m: &Machine, cells: &mut [f64; CELL_COUNT]) {
+    let s = m.state();
+    cells[cell::VERSION] = f64::from(s.version);
+    cells[cell::ATTEMPT] = f64::from(s.current_attempt);
+    cells[cell::EXECUTING] = f64::from(u8::from(s.is_executing));
+    cells[cell::STATUS] = f64::from(m.status() as u8);
+    cells[cell::COUNT] = s.execution_count;
+    cells[cell::LAST_TIME] = s.last_execution_time;
+    cells[cell::TOTAL_TIME] = s.total_execution_time;
+    cells[cell::HAS_RESULT] = f64::from(u8::from(s.has_last_result));
+    cells[cell::HAS_ERROR] = f64::from(u8::from(s.has_last_error));
+    cells[cell::ACTIVE] = f64::from(u8::from(m.is_active()));
+    cells[cell::LAST_GEN] = f64::from(m.last_gen());
+}
+
+/// Numeric defaults by option wire id (NaN where there is none).
+pub fn default_of(id: u32) -> f64 {
+    use crate::core::options::Opt;
+    match options::Opt::from_id(id) {
+        Some(Opt::MaxAttempts) => options::DEFAULT_MAX_ATTEMPTS,
+        Some(Opt::BaseWait) => options::DEFAULT_BASE_WAIT,
+        Some(Opt::MaxWait) => options::DEFAULT_MAX_WAIT,
+        Some(Opt::Jitter) => options::DEFAULT_JITTER,
+        Some(Opt::MaxExecutionTime) => options::DEFAULT_MAX_EXECUTION_TIME,
+        Some(Opt::MaxTotalExecutionTime) => options::DEFAULT_MAX_TOTAL_EXECUTION_TIME,
+        Some(Opt::Multiplier) => options::DEFAULT_MULTIPLIER,
+        _ => f64::NAN,
+    }
+}

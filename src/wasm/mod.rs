@@ -1,0 +1,249 @@
+//! The only code that touches JavaScript: number-in, number-out exports over
+//! a slab of machines and budgets.
+//!
+//! Nothing here calls into JavaScript (apart from getrandom seeding the
+//! module once), so no borrow is ever held while user code runs and a
+//! re-entrant call from a callback cannot hit a borrowed cell. Each machine
+//! mirrors its state into a small `f64` array the front end reads straight
+//! from linear memory, so reading `store.state` costs no boundary crossing.
+//! Every export answers bad handles and impossible states with a neutral
+//! value instead of panicking: a trap would poison the instance for every
+//! retryer on the page.
+
+mod codec;
+mod world;
+
+/// Single-threaded free-list allocator: a few hundred bytes of code.
+#[global_allocator]
+// SAFETY: wasm32-unknown-unknown without atomics runs on one thread.
+static ALLOC: lol_alloc::AssumeSingleThreaded<lol_alloc::FreeListAllocator> =
+    unsafe { lol_alloc::AssumeSingleThreaded::new(lol_alloc::FreeListAllocator::new()) };
+
+/// A panic is a bug (no input can cause one); trap at once without pulling
+/// in any formatting code.
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+use wasm_bindgen::prelude::*;
+
+use crate::core::effect::{AbortReason, TIMERS};
+use crate::core::options::{Opt, Raw};
+use codec::{option_error, raw, CELL_COUNT};
+use world::{with_world, Slot};
+
+/// Starts staging options on a copy of retryer `h`'s policy (`h` = 0: the
+/// defaults), for a constructor or `setOptions` call.
+#[wasm_bindgen]
+pub fn stage(h: u32) {
+    with_world((), |w| w.stage(h));
+}
+
+/// Stages one option value (`tag`/`num` classify it, see `codec::raw`).
+/// Returns 0, or an encoded `TypeError`/`RangeError`.
+#[wasm_bindgen]
+pub fn opt(id: u32, tag: u32, num: f64) -> u32 {
+    stage_value(id, raw(tag, num, None))
+}
+
+/// Stages a string option value.
+#[wasm_bindgen]
+pub fn opt_str(id: u32, s: &str) -> u32 {
+    stage_value(id, Raw::Str(s))
+}
+
+fn stage_value(id: u32, value: Raw<'_>) -> u32 {
+    with_world(0, |w| match (Opt::from_id(id), w.staging.as_mut()) {
+        (Some(o), Some(p)) => p.set(o, value).err().map_or(0, option_error),
+        _ => codec::UNKNOWN_OPTION,
+    })
+}
+
+/// Stages entry `i` of `intervals`.
+#[wasm_bindgen]
+pub fn interval(i: u32, tag: u32, num: f64) -> u32 {
+    with_world(0, |w| match w.staging.as_mut() {
+        Some(p) => p
+            .push_interval(i, raw(tag, num, None))
+            .err()
+            .map_or(0, option_error),
+        None => codec::UNKNOWN_OPTION,
+    })
+}
+
+/// Stages one persistable field of `initialState`.
+#[wasm_bindgen]
+pub fn initial(field: u32, tag: u32, num: f64) -> u32 {
+    with_world(0, |w| match w.staging.as_mut() {
+        Some(p) => p
+            .set_initial(field, raw(tag, num, None))
+            .err()
+            .map_or(0, option_error),
+        None => codec::UNKNOWN_OPTION,
+    })
+}
+
+/// Checks the staged options as a whole and, when they pass, applies them:
+/// to retryer `h`, or (`h` = 0) to a new retryer. Returns the handle (or `h`)
+/// in the low bits with 0 in bit 31, or an encoded error with bit 31 set.
+#[wasm_bindgen]
+pub fn commit(h: u32) -> u32 {
+    with_world(codec::COMMIT_FAILED, |w| w.commit(h))
+}
+
+/// Drops the staged options (a failed constructor or `setOptions`).
+#[wasm_bindgen]
+pub fn unstage() {
+    with_world((), |w| w.staging = None);
+}
+
+/// Frees retryer `h`.
+#[wasm_bindgen]
+pub fn destroy(h: u32) {
+    with_world((), |w| w.destroy(h));
+}
+
+/// Byte offset of retryer `h`'s state cells in linear memory.
+#[wasm_bindgen]
+pub fn cells(h: u32) -> u32 {
+    with_world(0, |w| w.slot(h).map_or(0, |s| s.cells.as_ptr() as u32))
+}
+
+/// How many `f64` state cells each retryer has.
+#[wasm_bindgen]
+pub fn cell_count() -> u32 {
+    CELL_COUNT as u32
+}
+
+/// `execute()`. With `pop`, returns the first effect; else whether any is
+/// queued (the caller is already draining).
+#[wasm_bindgen]
+pub fn execute(h: u32, now: f64, outside_aborted: bool, pop: bool) -> u32 {
+    input(h, pop, |s, _| {
+        s.machine.execute(now, outside_aborted);
+    })
+}
+
+/// Attempt `attempt` of flow `gen` fulfilled.
+#[wasm_bindgen]
+pub fn ok(h: u32, gen: u32, attempt: u32, now: f64, pop: bool) -> u32 {
+    input(h, pop, |s, b| s.machine.attempt_ok(gen, attempt, now, b))
+}
+
+/// Attempt `attempt` of flow `gen` rejected or threw.
+#[wasm_bindgen]
+pub fn err(h: u32, gen: u32, attempt: u32, abort_error: bool, now: f64, pop: bool) -> u32 {
+    input(h, pop, |s, b| {
+        s.machine.attempt_err(gen, attempt, abort_error, now, b)
+    })
+}
+
+/// Timer `t` (0 wait, 1 attempt deadline, 2 total deadline) fired.
+#[wasm_bindgen]
+pub fn timer(h: u32, t: u32, now: f64, pop: bool) -> u32 {
+    match TIMERS.get(t as usize) {
+        Some(&which) => input(h, pop, |s, b| s.machine.timer_fired(which, now, b)),
+        None => 0,
+    }
+}
+
+/// `abort()` (`by_signal` false) or the outside signal fired (true).
+#[wasm_bindgen]
+pub fn abort(h: u32, by_signal: bool, pop: bool) -> u32 {
+    let reason = if by_signal {
+        AbortReason::Signal
+    } else {
+        AbortReason::Manual
+    };
+    input(h, pop, |s, _| s.machine.abort(reason))
+}
+
+/// The answer of an option function for flow `gen`.
+#[wasm_bindgen]
+pub fn provide(h: u32, gen: u32, tag: u32, num: f64, now: f64, pop: bool) -> u32 {
+    input(h, pop, |s, b| {
+        s.machine.provide(gen, codec::provided(tag, num), now, b)
+    })
+}
+
+/// A callback of flow `gen` threw.
+#[wasm_bindgen]
+pub fn threw(h: u32, gen: u32, pop: bool) -> u32 {
+    input(h, pop, |s, _| s.machine.callback_threw(gen))
+}
+
+/// `reset()`.
+#[wasm_bindgen]
+pub fn reset(h: u32, pop: bool) -> u32 {
+    input(h, pop, |s, _| s.machine.reset())
+}
+
+/// Pops the next effect (0 when none).
+#[wasm_bindgen]
+pub fn next(h: u32) -> u32 {
+    with_world(0, |w| match w.slot_mut(h) {
+        Some(s) => s.pop(),
+        None => 0,
+    })
+}
+
+/// Whether retryer `h` has state subscribers.
+#[wasm_bindgen]
+pub fn listeners(h: u32, any: bool) {
+    with_world((), |w| {
+        if let Some(s) = w.slot_mut(h) {
+            s.machine.set_listeners(any);
+        }
+    });
+}
+
+/// What a dynamic `enabled` returned outside a flow.
+#[wasm_bindgen]
+pub fn hint(h: u32, enabled: bool) {
+    let _ = input(h, false, |s, _| s.machine.set_enabled_hint(enabled));
+}
+
+/// Creates a retry budget. Returns its id (>= 0), or a negative code: -1/-2
+/// `maxTokens` of the wrong type/range, -3/-4 the same for `tokenRatio`.
+#[wasm_bindgen]
+pub fn budget_new(max_tag: u32, max_tokens: f64, ratio_tag: u32, ratio: f64) -> f64 {
+    with_world(-1.0, |w| {
+        w.budget_new(max_tag, max_tokens, ratio_tag, ratio)
+    })
+}
+
+/// Tokens left in budget `id` (NaN for an unknown id).
+#[wasm_bindgen]
+pub fn budget_tokens(id: u32) -> f64 {
+    with_world(f64::NAN, |w| w.budgets.tokens(id))
+}
+
+/// Frees budget `id`.
+#[wasm_bindgen]
+pub fn budget_free(id: u32) {
+    with_world((), |w| w.budgets.free(id));
+}
+
+/// Numeric defaults by option wire id, so the front end shows the ones the
+/// core uses (NaN for options without a numeric default).
+#[wasm_bindgen]
+pub fn default_of(id: u32) -> f64 {
+    codec::default_of(id)
+}
+
+fn input(h: u32, pop: bool, f: impl FnOnce(&mut Slot, &mut world::BudgetSlab)) -> u32 {
+    with_world(0, |w| {
+        let (slot, budgets) = w.split(h);
+        let Some(slot) = slot else {
+            return 0;
+        };
+        f(slot, budgets);
+        if pop {
+            slot.pop()
+        } else {
+            slot.refresh();
+            u32::from(slot.machine.has_effects())
+        }
+    })
+}

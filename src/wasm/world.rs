@@ -1,0 +1,228 @@
+//! The module's one mutable world: every retryer and budget, addressed by
+//! small integer handles, behind a single `RefCell` that no export holds
+//! while JavaScript runs.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use crate::core::budget::{Budget, Budgets, DEFAULT_MAX_TOKENS, DEFAULT_TOKEN_RATIO};
+use crate::core::machine::Machine;
+use crate::core::options::Policy;
+use crate::core::random::Rng;
+
+use super::codec::{self, tag, CELL_COUNT};
+
+/// The world, created on first use.
+struct Global(RefCell<Option<World>>);
+
+// SAFETY: wasm32-unknown-unknown without the atomics feature has exactly one
+// thread; nothing can observe this cell concurrently.
+unsafe impl Sync for Global {}
+
+static WORLD: Global = Global(RefCell::new(None));
+
+/// Runs `f` on the world, or returns `fallback` if the world is borrowed
+/// (which only a bug could cause; better a no-op than a trap).
+pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
+    match WORLD.0.try_borrow_mut() {
+        Ok(mut slot) => f(slot.get_or_insert_with(World::new)),
+        Err(_) => fallback,
+    }
+}
+
+/// One retryer: its machine and the state cells JavaScript reads.
+pub struct Slot {
+    pub machine: Machine,
+    /// Boxed so the address handed to JavaScript never moves.
+    pub cells: Box<[f64; CELL_COUNT]>,
+}
+
+impl Slot {
+    /// Pops one effect, encodes it, and refreshes the cells.
+    pub fn pop(&mut self) -> u32 {
+        let code = match self.machine.next_effect() {
+            Some(e) => {
+                let more = self.machine.has_effects();
+                codec::encode(e, more, &mut self.cells)
+            }
+            None => 0,
+        };
+        self.refresh();
+        code
+    }
+
+    /// Mirrors the state into the cells.
+    pub fn refresh(&mut self) {
+        codec::mirror(&self.machine, &mut self.cells);
+    }
+}
+
+/// Budgets by id, with reuse of freed ids.
+#[derive(Default)]
+pub struct BudgetSlab {
+    slots: Vec<Option<Budget>>,
+    free: Vec<u32>,
+}
+
+impl BudgetSlab {
+    /// Tokens left in budget `id`, NaN if there is none.
+    pub fn tokens(&self, id: u32) -> f64 {
+        match self.slots.get(id as usize) {
+            Some(Some(b)) => b.tokens(),
+            _ => f64::NAN,
+        }
+    }
+
+    /// Frees budget `id`.
+    pub fn free(&mut self, id: u32) {
+        if let Some(slot @ Some(_)) = self.slots.get_mut(id as usize) {
+            *slot = None;
+            self.free.push(id);
+        }
+    }
+
+    fn insert(&mut self, b: Budget) -> u32 {
+        match self.free.pop() {
+            Some(id) => {
+                if let Some(slot) = self.slots.get_mut(id as usize) {
+                    *slot = Some(b);
+                }
+                id
+            }
+            None => {
+                self.slots.push(Some(b));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+}
+
+impl Budgets for BudgetSlab {
+    fn budget(&mut self, id: u32) -> Option<&mut Budget> {
+        self.slots.get_mut(id as usize).and_then(Option::as_mut)
+    }
+}
+
+/// All retryers and budgets of the module.
+pub struct World {
+    machines: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    pub budgets: BudgetSlab,
+    /// Options being validated for a constructor or `setOptions` call.
+    pub staging: Option<Policy>,
+    seeder: Rng,
+}
+
+impl World {
+    fn new() -> World {
+        // One call to the host's randomness per module; every retryer's
+        // jitter generator is then seeded from this one.
+        let mut bytes = [0u8; 8];
+        let seed = match getrandom::fill(&mut bytes) {
+            Ok(()) => u64::from_le_bytes(bytes),
+            Err(_) => 0x2545_F491_4F6C_DD1D,
+        };
+        World {
+            machines: Vec::new(),
+            free: Vec::new(),
+            budgets: BudgetSlab::default(),
+            staging: None,
+            seeder: Rng::new(seed),
+        }
+    }
+
+    /// Handles are index + 1, so 0 is never a valid handle.
+    pub fn slot(&self, h: u32) -> Option<&Slot> {
+        let i = h.checked_sub(1)? as usize;
+        self.machines.get(i).and_then(Option::as_ref)
+    }
+
+    pub fn slot_mut(&mut self, h: u32) -> Option<&mut Slot> {
+        let i = h.checked_sub(1)? as usize;
+        self.machines.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// A retryer and the budgets, borrowed together.
+    pub fn split(&mut self, h: u32) -> (Option<&mut Slot>, &mut BudgetSlab) {
+        let slot = match h.checked_sub(1) {
+            Some(i) => self.machines.get_mut(i as usize).and_then(Option::as_mut),
+            None => None,
+        };
+        (slot, &mut self.budgets)
+    }
+
+    pub fn stage(&mut self, h: u32) {
+        let base = self
+            .slot(h)
+            .map(|s| s.machine.policy().clone())
+            .unwrap_or_default();
+        self.staging = Some(base);
+    }
+
+    pub fn commit(&mut self, h: u32) -> u32 {
+        let Some(policy) = self.staging.take() else {
+            return codec::COMMIT_FAILED;
+        };
+        if let Err(e) = policy.finish() {
+            return 1 << 31 | codec::option_error(e);
+        }
+        if h != 0 {
+            return match self.slot_mut(h) {
+                Some(slot) => {
+                    slot.machine.set_policy(policy);
+                    slot.refresh();
+                    h
+                }
+                None => codec::COMMIT_FAILED,
+            };
+        }
+        let machine = Machine::new(policy, self.seeder.next_u64());
+        let mut slot = Slot {
+            machine,
+            cells: Box::new([0.0; CELL_COUNT]),
+        };
+        slot.refresh();
+        let index = match self.free.pop() {
+            Some(i) => {
+                if let Some(place) = self.machines.get_mut(i as usize) {
+                    *place = Some(slot);
+                }
+                i
+            }
+            None => {
+                self.machines.push(Some(slot));
+                (self.machines.len() - 1) as u32
+            }
+        };
+        index + 1
+    }
+
+    pub fn destroy(&mut self, h: u32) {
+        let Some(i) = h.checked_sub(1) else {
+            return;
+        };
+        if let Some(place @ Some(_)) = self.machines.get_mut(i as usize) {
+            *place = None;
+            self.free.push(i);
+        }
+    }
+
+    pub fn budget_new(&mut self, max_tag: u32, max_tokens: f64, ratio_tag: u32, ratio: f64) -> f64 {
+        let max = match max_tag {
+            tag::UNDEFINED => DEFAULT_MAX_TOKENS,
+            tag::NUMBER => max_tokens,
+            _ => return -1.0,
+        };
+        let ratio = match ratio_tag {
+            tag::UNDEFINED => DEFAULT_TOKEN_RATIO,
+            tag::NUMBER => ratio,
+            _ => return -3.0,
+        };
+        match Budget::new(max, ratio) {
+            Ok(b) => f64::from(self.budgets.insert(b)),
+            Err(crate::core::budget::BudgetError::MaxTokens) => -2.0,
+            Err(crate::core::budget::BudgetError::TokenRatio) => -4.0,
+        }
+    }
+}
