@@ -27,10 +27,9 @@ setTimeout(() => {
 
 // ── the library ─────────────────────────────────────────────────────────────
 
-const STANDIN = process.env.RETRY_WASM_DEMO_STANDIN === '1';
 let lib;
 try {
-  lib = STANDIN ? await import('./standin.mjs') : await import('retry-wasm');
+  lib = await import('retry-wasm');
 } catch (error) {
   console.error(c.red('Could not import retry-wasm. Build it first: `npm run build` (`npm run demo` builds when needed).'));
   console.error(String(error?.stack ?? error));
@@ -428,9 +427,7 @@ const deadPort = await closedPort();
 
 println(c.bold('retry-wasm demo: fetch against a deliberately flaky server'));
 println(`  server   ${server.url}  ${c.dim('(embedded; nothing outside 127.0.0.1 is contacted)')}`);
-println(
-  `  library  ${STANDIN ? c.red('DEVELOPMENT STAND-IN (demo/standin.mjs), not retry-wasm') : 'retry-wasm (Rust compiled to WebAssembly)'}`,
-);
+println('  library  retry-wasm (Rust compiled to WebAssembly)');
 println(c.dim('  Every attempt passes retryer.getAbortSignal() to fetch; timeouts and aborts cancel the request itself.'));
 
 const results = [];
@@ -522,7 +519,6 @@ println(
 println(
   `DEMO-RESULT ${JSON.stringify({
     ok,
-    library: STANDIN ? 'standin' : 'retry-wasm',
     port: server.port,
     elapsedMs,
     leftovers,

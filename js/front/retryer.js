@@ -3,7 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
-import { classify } from './values.js';
+import { classify, show } from './values.js';
 import {
   ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB, CELL as C, EVAL, FX, GIVE_UP_REASONS,
   INITIAL_FIELDS, MORE, OPT, OPTION_IDS, OPTION_NAMES, OUTCOME, STATUSES, TAG,
@@ -122,7 +122,7 @@ export class AsyncRetryer {
 
   constructor(fn, initialOptions = {}) {
     if (typeof fn !== 'function') {
-      throw new TypeError(`retry-wasm: AsyncRetryer needs a function to retry; got ${fn === null ? 'null' : typeof fn}`);
+      throw new TypeError(`retry-wasm: 'fn' must be a function to retry; got ${show(fn)}`);
     }
     /** The function being retried. */
     this.fn = fn;
