@@ -9,7 +9,7 @@
 //! generation, no `StartTimer` of a kind that is still live (a timer would
 //! leak), every delay finite and within `[0, 2^31-1]`.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
