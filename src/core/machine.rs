@@ -165,7 +165,9 @@ pub struct Machine {
     queue: VecDeque<Step>,
     front: Vec<Step>,
     expanding: bool,
-    armed: [bool; 3],
+    /// The flow each timer was started for; `None` once it fired or a clear
+    /// was queued, so a timer that fires in between is ignored.
+    armed: [Option<u32>; 3],
     listeners: bool,
     enabled_hint: bool,
 }
@@ -199,7 +201,7 @@ impl Machine {
             queue: VecDeque::new(),
             front: Vec::new(),
             expanding: false,
-            armed: [false; 3],
+            armed: [None; 3],
             listeners: false,
             enabled_hint,
         }
@@ -278,10 +280,8 @@ impl Machine {
         while let Some(step) = self.queue.pop_front() {
             match step {
                 Step::Out(effect) => {
-                    match effect {
-                        Effect::StartTimer { timer, .. } => self.set_armed(timer, true),
-                        Effect::ClearTimer { timer } => self.set_armed(timer, false),
-                        _ => {}
+                    if let Effect::StartTimer { gen, timer, .. } = effect {
+                        self.set_armed(timer, Some(gen));
                     }
                     return Some(effect);
                 }
@@ -416,10 +416,11 @@ impl Machine {
 
     /// A timer fired.
     pub fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
-        if !self.is_armed(timer) {
+        let current = self.flow.as_ref().map(|f| f.gen);
+        if current.is_none() || self.armed_for(timer) != current {
             return;
         }
-        self.set_armed(timer, false);
+        self.set_armed(timer, None);
         let Some(flow) = self.flow.as_ref() else {
             return;
         };
@@ -561,7 +562,6 @@ impl Machine {
         if let Some(old) = self.flow.take() {
             self.abort_flow(old, AbortReason::NewExecution);
         }
-        self.last_started = gen;
         if outside_aborted {
             self.call(gen, Cb::Abort, AbortReason::Signal as u32);
             self.emit(Effect::Finish {
@@ -570,6 +570,7 @@ impl Machine {
             });
             return;
         }
+        self.last_started = gen;
         self.state.is_executing = true;
         self.state.current_attempt = 1;
         self.state.has_last_error = false;
@@ -889,13 +890,13 @@ impl Machine {
 
     // `get` rather than indexing: no bounds-check panic path, which would
     // drag integer formatting into the wasm build.
-    fn is_armed(&self, timer: Timer) -> bool {
-        self.armed.get(timer as usize).copied().unwrap_or(false)
+    fn armed_for(&self, timer: Timer) -> Option<u32> {
+        self.armed.get(timer as usize).copied().flatten()
     }
 
-    fn set_armed(&mut self, timer: Timer, on: bool) {
+    fn set_armed(&mut self, timer: Timer, gen: Option<u32>) {
         if let Some(slot) = self.armed.get_mut(timer as usize) {
-            *slot = on;
+            *slot = gen;
         }
     }
 
@@ -906,7 +907,8 @@ impl Machine {
     }
 
     fn clear_timer(&mut self, timer: Timer) {
-        if self.is_armed(timer) {
+        if self.armed_for(timer).is_some() {
+            self.set_armed(timer, None);
             self.emit(Effect::ClearTimer { timer });
         }
     }

@@ -378,13 +378,15 @@ impl Policy {
 
         match opt {
             Opt::MaxAttempts => {
-                self.max_attempts_set = !matches!(raw, Raw::Undefined);
-                self.max_attempts = match raw {
+                // Validate first: a refused value must leave no trace.
+                let value = match raw {
                     Raw::Undefined => Num::Static(DEFAULT_MAX_ATTEMPTS),
                     Raw::Function => Num::Dynamic,
                     Raw::Number(v) => Num::Static(check_max_attempts(v).map_err(range_err)?),
                     _ => return Err(type_err(Expect::PositiveIntegerOrInfinity)),
                 };
+                self.max_attempts = value;
+                self.max_attempts_set = !matches!(raw, Raw::Undefined);
             }
             Opt::BaseWait | Opt::MaxWait => {
                 let value = match raw {
