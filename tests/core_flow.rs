@@ -593,8 +593,8 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
     h.ok(g, 1);
     assert!(!h.m.has_effects());
     assert_eq!(h.version(), v);
-    // Attempt 2 times out, attempt 3 too: the last one gives up with
-    // 'execution-timeout' and no onAbort.
+    // Attempt 2 times out, attempt 3 too: each is an ordinary failed
+    // attempt, so the last one exhausts the attempts, with no onAbort.
     let out = h.advance(500.0 + 2000.0);
     assert_eq!(waits(&out), vec![2000.0]);
     assert_eq!(h.current(), (g, 3));
@@ -607,7 +607,7 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
             call(g, Cb::Error),
             SC,
             call(g, Cb::LastError),
-            give_up(g, GiveUp::ExecutionTimeout),
+            give_up(g, GiveUp::AttemptsExhausted),
             call(g, Cb::Settled),
             fin(g, Outcome::Undefined),
         ]

@@ -33,17 +33,9 @@ enum Phase {
     Waiting,
 }
 
-/// Why the attempt under consideration failed.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Cause {
-    Error,
-    Timeout,
-}
-
 /// Values collected for the decision after a failed attempt.
 #[derive(Clone, Debug, PartialEq)]
 struct Gather {
-    cause: Cause,
     awaiting: Option<Eval>,
     should_retry: Option<bool>,
     max_attempts: Option<f64>,
@@ -55,9 +47,8 @@ struct Gather {
 }
 
 impl Gather {
-    fn new(cause: Cause) -> Gather {
+    fn new() -> Gather {
         Gather {
-            cause,
             awaiting: None,
             should_retry: None,
             max_attempts: None,
@@ -409,7 +400,7 @@ impl Machine {
         self.state.has_last_error = true;
         self.touch();
         if let Some(flow) = self.flow.as_mut() {
-            flow.phase = Phase::Gathering(Gather::new(Cause::Error));
+            flow.phase = Phase::Gathering(Gather::new());
         }
         self.gather(now, budgets);
     }
@@ -633,7 +624,7 @@ impl Machine {
         self.push(Step::MarkError { gen });
         if self.policy.retry_on_execution_timeout {
             if let Some(flow) = self.flow.as_mut() {
-                flow.phase = Phase::Gathering(Gather::new(Cause::Timeout));
+                flow.phase = Phase::Gathering(Gather::new());
             }
             self.gather(now, budgets);
             return;
@@ -760,14 +751,10 @@ impl Machine {
             g.decided = Some(verdict);
         }
         if let Some(Some(reason)) = g.decided {
-            let cause = g.cause;
+            // With retryOnExecutionTimeout a timed-out attempt is an ordinary
+            // failed attempt, so a timed-out last one exhausts the attempts.
             if let Some(flow) = self.flow.take() {
-                if cause == Cause::Timeout && reason == GiveUp::AttemptsExhausted {
-                    // A timed-out last attempt: the contract's reason for it.
-                    self.give_up(&flow, GiveUp::ExecutionTimeout);
-                } else {
-                    self.give_up(&flow, reason);
-                }
+                self.give_up(&flow, reason);
             }
             return;
         }
