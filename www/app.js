@@ -56,9 +56,8 @@ try {
 }
 const { AsyncRetryer } = lib;
 const MODULE_URL = import.meta.resolve('retry-wasm');
-const STANDIN = lib.__standin === true;
-$('engine').textContent = STANDIN ? 'engine: JS stand-in (dev)' : 'engine: Rust → WebAssembly';
-$('engine').classList.add(STANDIN ? 'standin' : 'wasm');
+$('engine').textContent = 'engine: Rust → WebAssembly';
+$('engine').classList.add('wasm');
 
 /** Does this build accept these options? (SPEC §2 features land separately.) */
 function accepts(opts) {
@@ -554,8 +553,16 @@ function finalRowText(r) {
   }
   if (r.failed) {
     const why = giveUpText(r);
-    if (why === 'execution-timeout') return 'gave up: attempt timed out (execution-timeout ends the flow unless retryOnExecutionTimeout)';
-    return `gave up: ${why}`;
+    const n = r.attempts.length;
+    const explain = {
+      'attempts-exhausted': `all ${n} attempt${n === 1 ? '' : 's'} failed`,
+      'execution-timeout': r.policy.retryOnExecutionTimeout
+        ? 'the last attempt timed out and none remain'
+        : 'an attempt timed out, which ends the flow unless retryOnExecutionTimeout is set',
+      'not-retryable': 'shouldRetry said no',
+      'budget-exhausted': 'the retry budget is spent',
+    }[why];
+    return `gave up (${why})${explain ? `: ${explain}` : ''}`;
   }
   return null;
 }

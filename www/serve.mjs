@@ -1,7 +1,6 @@
 // A tiny static server for the retry-wasm playground.
 //
-//   node www/serve.mjs                    serves on http://127.0.0.1:${PORT || 8080}
-//   RETRY_WASM_STANDIN=1 node www/serve.mjs   maps `retry-wasm` to www/dev-standin.js
+//   node www/serve.mjs        serves on http://127.0.0.1:${PORT || 8080}
 //
 // Routes:
 //   /                      www/index.html (its import map maps `retry-wasm`)
@@ -19,8 +18,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const WWW = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(WWW, '..');
-const PACKAGE_ENTRY = '/retry-wasm/js/index.js';
-const STANDIN_ENTRY = '/dev-standin.js';
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -43,7 +40,7 @@ function inside(base, rel) {
 }
 
 /** Map a URL path to a file on disk, or null (404). */
-function route(pathname, standin) {
+function route(pathname) {
   if (pathname === '/' || pathname === '/index.html') return join(WWW, 'index.html');
   if (pathname.startsWith('/retry-wasm/')) {
     const rest = pathname.slice('/retry-wasm/'.length);
@@ -53,20 +50,15 @@ function route(pathname, standin) {
   }
   const file = inside(WWW, pathname.slice(1));
   if (file === join(WWW, 'serve.mjs')) return null; // the server itself is not part of the page
-  if (file === join(WWW, STANDIN_ENTRY.slice(1)) && !standin) return null;
   return file;
 }
 
 /**
  * Start the playground server.
- * @param {{ port?: number, host?: string, standin?: boolean, quiet?: boolean }} [opts]
- * @returns {Promise<{ url: string, port: number, standin: boolean, close: () => Promise<void> }>}
+ * @param {{ port?: number, host?: string }} [opts]
+ * @returns {Promise<{ url: string, port: number, close: () => Promise<void> }>}
  */
-export async function startServer({
-  port = Number(process.env.PORT ?? 8080),
-  host = '127.0.0.1',
-  standin = process.env.RETRY_WASM_STANDIN === '1',
-} = {}) {
+export async function startServer({ port = Number(process.env.PORT ?? 8080), host = '127.0.0.1' } = {}) {
   const server = createServer(async (req, res) => {
     try {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -84,16 +76,13 @@ export async function startServer({
         res.writeHead(400).end('bad request\n');
         return;
       }
-      const file = route(pathname, standin);
+      const file = route(pathname);
       const info = file && (await stat(file).catch(() => null));
       if (!info || !info.isFile()) {
         res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(`not found: ${pathname}\n`);
         return;
       }
-      let body = await readFile(file);
-      if (file === join(WWW, 'index.html') && standin) {
-        body = Buffer.from(body.toString('utf8').replaceAll(PACKAGE_ENTRY, STANDIN_ENTRY));
-      }
+      const body = await readFile(file);
       res.writeHead(200, {
         'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
         'content-length': body.length,
@@ -118,7 +107,6 @@ export async function startServer({
   return {
     url: `http://${host}:${actual}/`,
     port: actual,
-    standin,
     close: () =>
       new Promise((ok) => {
         server.close(() => ok());
@@ -129,13 +117,12 @@ export async function startServer({
 
 const isMain = process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href;
 if (isMain) {
-  const standin = process.env.RETRY_WASM_STANDIN === '1';
-  if (!standin && !existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
-    console.warn('warning: pkg/wasm-bytes.js is missing; run `npm run build` first (or set RETRY_WASM_STANDIN=1).');
+  if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
+    console.warn('warning: pkg/wasm-bytes.js is missing; run `npm run build` first (`npm run www` does).');
   }
   try {
-    const { url } = await startServer({ standin });
-    console.log(`retry-wasm playground: ${url}${standin ? '  (RETRY_WASM_STANDIN=1: JS stand-in, not the wasm engine)' : ''}`);
+    const { url } = await startServer();
+    console.log(`retry-wasm playground: ${url}`);
     console.log('press Ctrl+C to stop');
   } catch (err) {
     console.error(`could not start the server: ${err.message}`);

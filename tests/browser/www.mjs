@@ -4,7 +4,7 @@
 //   node tests/browser/www.mjs
 //
 // Without /usr/bin/chromium it skips (exit 0) unless CI=true, where that is a failure.
-// RETRY_WASM_STANDIN=1 runs it against the development stand-in instead of pkg/.
+// It tests the built package (pkg/): run `npm run build` first (npm test does).
 
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -15,7 +15,6 @@ const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, '.artifacts');
 const SCREENSHOT = join(ARTIFACTS, 'www.png');
 const CI = process.env.CI === 'true' || process.env.CI === '1';
-const STANDIN = process.env.RETRY_WASM_STANDIN === '1';
 
 let passed = 0;
 let failed = 0;
@@ -55,7 +54,7 @@ if (!existsSync(CHROMIUM)) {
   console.log('\n*** SKIP tests/browser/www.mjs: no chromium at /usr/bin/chromium (apt-get install chromium); the playground was NOT tested ***\n');
   process.exit(0);
 }
-if (!STANDIN && !existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
+if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
   check('package built (pkg/wasm-bytes.js)', false, 'run `npm run build` first');
   finish();
   process.exit(1);
@@ -64,16 +63,16 @@ if (!STANDIN && !existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
 const { chromium } = await import('playwright-core');
 const { startServer } = await import(join(ROOT, 'www', 'serve.mjs'));
 
-const server = await startServer({ port: 0, standin: STANDIN });
+const server = await startServer({ port: 0 });
 let browser;
 const problems = [];
 try {
-  console.log(`www playground at ${server.url}${STANDIN ? ' (stand-in)' : ''}`);
+  console.log(`www playground at ${server.url}`);
 
   // --- the server itself
   const get = (path) => fetch(new URL(path, server.url));
-  const entry = await get(STANDIN ? '/dev-standin.js' : '/retry-wasm/js/index.js');
-  check(`server: ${STANDIN ? 'stand-in' : 'package entry'} served as text/javascript`, entry.ok && /^text\/javascript/.test(entry.headers.get('content-type') ?? ''), `${entry.status} ${entry.headers.get('content-type')}`);
+  const entry = await get('/retry-wasm/js/index.js');
+  check('server: package entry served as text/javascript', entry.ok && /^text\/javascript/.test(entry.headers.get('content-type') ?? ''), `${entry.status} ${entry.headers.get('content-type')}`);
   const page = await get('/');
   const html = await page.text();
   check('server: index.html has an import map for retry-wasm', page.ok && /"retry-wasm"\s*:/.test(html));
@@ -81,10 +80,8 @@ try {
     ['/retry-wasm/package.json', '/retry-wasm/js/../package.json', '/retry-wasm/%2e%2e/package.json', '/retry-wasm/src/lib.rs', '/serve.mjs', '/..%2fpackage.json'].map((p) => get(p).then((r) => r.status)),
   );
   check('server: nothing outside www/, js/ and pkg/ is served', escapes.every((st) => st === 404), escapes.join(','));
-  if (!STANDIN) {
-    const standin = await get('/dev-standin.js');
-    check('server: no stand-in without RETRY_WASM_STANDIN=1', standin.status === 404, String(standin.status));
-  }
+  const wasm = await get('/retry-wasm/pkg/retry_wasm_bg.wasm');
+  if (wasm.status !== 404) check('server: .wasm served as application/wasm', wasm.headers.get('content-type') === 'application/wasm', wasm.headers.get('content-type'));
 
   // --- the page in chromium
   browser = await chromium.launch({
@@ -108,7 +105,7 @@ try {
     .then(() => true, () => false);
   check('page loads retry-wasm and becomes ready', ready, problems.join('; '));
   const engine = await tab.textContent('[data-testid="engine"]');
-  check(`engine badge (${engine.trim()})`, STANDIN ? /stand-in/.test(engine) : /WebAssembly/.test(engine), engine);
+  check(`engine badge (${engine.trim()})`, /WebAssembly/.test(engine), engine);
 
   // The thundering-herd view: two histograms, and jitter lowers the peak.
   const bars = await tab.evaluate(() => ({
