@@ -198,13 +198,13 @@ if (report.load) {
     const r = results[id];
     const label = id === 'retry-wasm' ? 'retry-wasm AsyncRetryer per flow' : id === 'pacer' ? '@tanstack/pacer AsyncRetryer per flow' : id;
     if (!r) {
-      rows.push([label, '—', '', '—', '—', errors[id] ? errors[id].split('\n')[0].slice(0, 80) : id === 'retry-wasm' && !rw.mod ? 'not available' : '']);
+      rows.push([label, '—', '', '', '', '—', '—', errors[id] ? errors[id].split('\n')[0].slice(0, 80) : id === 'retry-wasm' && !rw.mod ? 'not available' : '']);
       continue;
     }
-    rows.push([label, fmtInt(r.wallMs.median), `${fmtNum(spreadPct(r.wallMs), 0)}%`, fmtInt(r.heapStart.median), fmtInt(r.heapWaiting.median), '']);
+    rows.push([label, fmtInt(r.wallMs.median), `${fmtNum(spreadPct(r.wallMs), 0)}%`, fmtInt(r.wallMs.min), fmtInt(r.wallMs.max), fmtInt(r.heapStart.median), fmtInt(r.heapWaiting.median), '']);
   }
   log(`\nLoad: ${flows.toLocaleString('en-US')} concurrent flows (fail, fail, succeed; 1 ms waits); one process per library; medians`);
-  log(table(['library', 'wall ms', 'IQR', 'heap B/flow (started)', 'heap B/flow (waiting)', 'notes'], rows, 'lrrrrl'));
+  log(table(['library', 'wall ms', 'IQR', 'min', 'max', 'heap B/flow (started)', 'heap B/flow (waiting)', 'notes'], rows, 'lrrrrrrl'));
   log(`heap = (heapUsed + external) after starting all flows, minus the baseline, after gc(); external includes wasm memory.`);
 }
 
@@ -276,10 +276,13 @@ if (report.size?.retryWasm?.available) {
     gzip: rs.total.gzip,
     budget: report.size.budget,
     withinBudget: rs.total.gzip <= report.size.budget,
+    goal: report.size.goal,
+    withinGoal: report.size.goal ? rs.total.gzip <= report.size.goal : null,
     smallestPeer: best?.[0] ?? null,
     vsSmallestPeer: best ? rs.total.gzip / best[1].total.gzip : null,
   };
-  ratioRows.push(['size gzip B', 'retry-wasm', fmtInt(rs.total.gzip), best ? `${best[1].label} (${fmtInt(best[1].total.gzip)})` : '—', fmtRatio(ratios.size.vsSmallestPeer), `budget ${report.size.budget}`, ratios.size.withinBudget ? 'within' : 'OVER']);
+  ratioRows.push(['size gzip B', 'retry-wasm', fmtInt(rs.total.gzip), best ? `${best[1].label} (${fmtInt(best[1].total.gzip)})` : '—', fmtRatio(ratios.size.vsSmallestPeer), `ceiling ${report.size.budget}${report.size.goal ? ` / goal ${report.size.goal}` : ''}`,
+    `${ratios.size.withinBudget ? 'within' : 'OVER'}${report.size.goal ? ` / ${ratios.size.withinGoal ? 'met' : 'not met'}` : ''}`]);
 }
 
 if (report.size) {

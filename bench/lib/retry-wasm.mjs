@@ -10,7 +10,7 @@
 // If none can be imported, the harness prints a note and skips the column.
 
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 
@@ -30,7 +30,16 @@ export function resolveRetryWasm() {
   if (existsSync(consumerPkg)) {
     try {
       const req = createRequire(path.join(CONSUMER_DIR, 'noop.js'));
-      return { path: req.resolve('retry-wasm'), from: 'packed tarball in .consumer/node_modules' };
+      const resolved = req.resolve('retry-wasm');
+      // npm run bench rebuilds the repo's pkg/ but does not repack: say so
+      // when the installed tarball is older than the repo's build.
+      let from = 'packed tarball in .consumer/node_modules';
+      const built = path.join(REPO_ROOT, 'pkg', 'wasm-bytes.js');
+      const packed = path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm', 'pkg', 'wasm-bytes.js');
+      if (existsSync(built) && existsSync(packed) && statSync(built).mtimeMs > statSync(packed).mtimeMs + 1000) {
+        from += ' (OLDER than the repo build in pkg/: repack to measure the latest)';
+      }
+      return { path: resolved, from };
     } catch (e) {
       tried.push(`.consumer: ${firstLine(e)}`);
     }
