@@ -316,10 +316,7 @@ fn invalid_dynamic_answers_end_the_flow_with_a_range_error() {
             let out = h.drain();
             assert_eq!(
                 out,
-                vec![
-                    Effect::Unlisten { gen: g },
-                    fin(g, Outcome::Invalid(opt))
-                ],
+                vec![Effect::Unlisten { gen: g }, fin(g, Outcome::Invalid(opt))],
                 "{opt:?} answered {v:?}"
             );
             assert!(!h.state().is_executing);
@@ -999,7 +996,12 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         (Opt::MaxAttempts, n(2.5), R, X::PositiveIntegerOrInfinity),
         (Opt::MaxAttempts, n(nan), R, X::PositiveIntegerOrInfinity),
         (Opt::MaxAttempts, n(-inf), R, X::PositiveIntegerOrInfinity),
-        (Opt::MaxAttempts, Raw::Str("3"), T, X::PositiveIntegerOrInfinity),
+        (
+            Opt::MaxAttempts,
+            Raw::Str("3"),
+            T,
+            X::PositiveIntegerOrInfinity,
+        ),
         (Opt::MaxAttempts, Raw::Null, T, X::PositiveIntegerOrInfinity),
         (Opt::MaxAttempts, n(inf), R, X::InfinityNeedsTotalDeadline),
         (Opt::BaseWait, n(-1.0), R, X::FiniteNonNegativeNumber),
@@ -1011,10 +1013,20 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         (Opt::MaxWait, Raw::Bool(true), T, X::NumberOrFunction),
         (Opt::MaxExecutionTime, n(-1.0), R, X::NonNegativeNumber),
         (Opt::MaxExecutionTime, n(nan), R, X::NonNegativeNumber),
-        (Opt::MaxExecutionTime, Raw::Function, T, X::NonNegativeNumber),
+        (
+            Opt::MaxExecutionTime,
+            Raw::Function,
+            T,
+            X::NonNegativeNumber,
+        ),
         (Opt::MaxTotalExecutionTime, n(-0.5), R, X::NonNegativeNumber),
         (Opt::MaxTotalExecutionTime, n(nan), R, X::NonNegativeNumber),
-        (Opt::MaxTotalExecutionTime, Raw::Str("1"), T, X::NonNegativeNumber),
+        (
+            Opt::MaxTotalExecutionTime,
+            Raw::Str("1"),
+            T,
+            X::NonNegativeNumber,
+        ),
         (Opt::Jitter, n(-0.1), R, X::FractionOrFull),
         (Opt::Jitter, n(1.01), R, X::FractionOrFull),
         (Opt::Jitter, n(nan), R, X::FractionOrFull),
@@ -1022,7 +1034,12 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         (Opt::Jitter, Raw::Bool(true), T, X::FractionOrFull),
         (Opt::Backoff, Raw::Str("exp"), R, X::BackoffName),
         (Opt::Backoff, n(2.0), T, X::BackoffName),
-        (Opt::ThrowOnError, Raw::Str("first"), R, X::ThrowOnErrorValue),
+        (
+            Opt::ThrowOnError,
+            Raw::Str("first"),
+            R,
+            X::ThrowOnErrorValue,
+        ),
         (Opt::ThrowOnError, n(1.0), T, X::ThrowOnErrorValue),
         (Opt::Enabled, Raw::Str("yes"), T, X::BooleanOrFunction),
         (Opt::Enabled, n(1.0), T, X::BooleanOrFunction),
@@ -1046,12 +1063,7 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         (Opt::Seed, n(nan), R, X::FiniteNumber),
         (Opt::Seed, n(inf), R, X::FiniteNumber),
         (Opt::Seed, Raw::Str("1"), T, X::FiniteNumber),
-        (
-            Opt::RetryOnExecutionTimeout,
-            n(1.0),
-            T,
-            X::Boolean,
-        ),
+        (Opt::RetryOnExecutionTimeout, n(1.0), T, X::Boolean),
     ];
     for (opt, raw, kind, expect) in cases {
         let want = match expect {
@@ -1062,7 +1074,13 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
     }
     // Every callback must be a function.
     for opt in CALLBACK_OPTS {
-        for raw in [Raw::Str("f"), Raw::Null, Raw::Object, n(1.0), Raw::Bool(true)] {
+        for raw in [
+            Raw::Str("f"),
+            Raw::Null,
+            Raw::Object,
+            n(1.0),
+            Raw::Bool(true),
+        ] {
             assert_eq!(
                 refused(opt, raw),
                 Some((T, opt, X::Function)),
@@ -1144,7 +1162,11 @@ fn cross_option_rules() {
     let e = p.finish().unwrap_err();
     assert_eq!(
         (e.kind, e.opt, e.expect),
-        (ErrorKind::Range, Opt::Intervals, Expect::IntervalsWithInfinity)
+        (
+            ErrorKind::Range,
+            Opt::Intervals,
+            Expect::IntervalsWithInfinity
+        )
     );
     // Taking the total deadline away later is refused as well.
     let mut p = policy(&[
@@ -1270,10 +1292,10 @@ fn a_refused_value_changes_nothing() {
     // SPEC §3: "A failed setOptions changes nothing." The wasm front stages
     // a copy and drops it on error, so this is invisible today, but
     // `Policy::set(MaxAttempts, <bad>)` sets `max_attempts_set` before it
-    // validates. Minimal input: Policy::default() with intervals [10, 20];
-    // set(MaxAttempts, Number(0)) -> Err, yet effective attempts drop from
-    // 3 (intervals + 1) to min(3 default, 3)... and with 5 intervals from
-    // 6 to 3.
+    // validates. Minimal input: a policy with intervals [10, 20, 30, 40,
+    // 50] (6 attempts); set(MaxAttempts, Number(0)) -> Err, yet the policy
+    // now has max_attempts_set = true, so if it were used its attempts
+    // would be min(3, 6) = 3.
     let n = Raw::Number;
     let bad: Vec<(Opt, Raw<'static>)> = vec![
         (Opt::MaxAttempts, n(0.0)),
@@ -1301,7 +1323,11 @@ fn budget_settings_are_checked() {
         assert_eq!(Budget::new(bad, 0.1), Err(BudgetError::MaxTokens), "{bad}");
     }
     for bad in [0.0, -0.1, f64::NAN, f64::INFINITY] {
-        assert_eq!(Budget::new(10.0, bad), Err(BudgetError::TokenRatio), "{bad}");
+        assert_eq!(
+            Budget::new(10.0, bad),
+            Err(BudgetError::TokenRatio),
+            "{bad}"
+        );
     }
     let b = Budget::new(0.5, 2.0).unwrap();
     assert_eq!(b.tokens(), 0.5, "starts full");
