@@ -9,8 +9,6 @@ import {
   INITIAL_FIELDS, MORE, OPT, OPTION_IDS, OPTION_NAMES, OUTCOME, STATUSES, TAG,
 } from './wire.js';
 
-const CELL_COUNT = w.cell_count();
-
 /** Defaults as `retryer.options` shows them; the numbers come from the engine. */
 const DEFAULTS = Object.freeze({
   backoff: 'exponential',
@@ -515,4 +513,3 @@ export class AsyncRetryer {
   }
 }
 
-void CELL_COUNT;
