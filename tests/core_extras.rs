@@ -1287,7 +1287,6 @@ fn undefined_means_not_set() {
 }
 
 #[test]
-#[ignore = "BUG (latent): a refused maxAttempts value still flips max_attempts_set in the policy"]
 fn a_refused_value_changes_nothing() {
     // SPEC §3: "A failed setOptions changes nothing." The wasm front stages
     // a copy and drops it on error, so this is invisible today, but

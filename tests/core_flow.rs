@@ -1346,7 +1346,6 @@ fn abort_during_an_execution_timeout_with_retries_on() {
 }
 
 #[test]
-#[ignore = "BUG: execute() with an aborted signal from a callback of a final failure leaves isExecuting stuck true"]
 fn execute_with_aborted_signal_from_on_error_of_last_failure_leaves_no_executing_state() {
     // SPEC §1 State: `isExecuting` means "a flow is active". Minimal input
     // sequence: maxAttempts 1, onError set; execute; attempt_err(1, 1); pop
@@ -1478,7 +1477,6 @@ fn a_timer_reported_again_after_it_fired_is_ignored() {
 }
 
 #[test]
-#[ignore = "BUG: a timer of an ended flow that fires before its queued ClearTimer is popped hits the next flow"]
 fn old_total_timer_firing_before_its_clear_is_popped_does_not_end_the_new_flow() {
     // Timers carry no generation: `timer_fired` trusts the `armed` flags,
     // which only change when StartTimer/ClearTimer are popped. Minimal
