@@ -653,6 +653,27 @@ fn infinite_attempts_end_at_the_total_deadline() {
     h.assert_quiet();
 }
 
+#[test]
+fn a_zero_attempt_deadline_with_retries_on_timeout_ends_at_the_total_deadline() {
+    // Every attempt times out at once and every wait is 0 ms: only the
+    // clock moving (the fake host, like Node, fires a 0 ms timer 1 ms
+    // later) brings the total deadline. Under fake timers that do not move
+    // the clock for 0 ms timers this flow would spin forever.
+    let mut h = Host::new(policy(&[
+        (Opt::MaxAttempts, Raw::Number(f64::INFINITY)),
+        (Opt::MaxTotalExecutionTime, Raw::Number(50.0)),
+        (Opt::MaxExecutionTime, Raw::Number(0.0)),
+        (Opt::RetryOnExecutionTimeout, Raw::Bool(true)),
+        (Opt::BaseWait, Raw::Number(0.0)),
+    ]));
+    let g = h.execute();
+    h.drain();
+    h.advance(100.0);
+    assert_eq!(h.finished.get(&g), Some(&Outcome::Undefined));
+    assert_eq!(h.invoked.len(), 50);
+    h.assert_quiet();
+}
+
 // ----- outside signal -----
 
 #[test]
@@ -1289,12 +1310,11 @@ fn undefined_means_not_set() {
 #[test]
 fn a_refused_value_changes_nothing() {
     // SPEC §3: "A failed setOptions changes nothing." The wasm front stages
-    // a copy and drops it on error, so this is invisible today, but
-    // `Policy::set(MaxAttempts, <bad>)` sets `max_attempts_set` before it
-    // validates. Minimal input: a policy with intervals [10, 20, 30, 40,
-    // 50] (6 attempts); set(MaxAttempts, Number(0)) -> Err, yet the policy
-    // now has max_attempts_set = true, so if it were used its attempts
-    // would be min(3, 6) = 3.
+    // a copy and drops it on error, so this was never visible from
+    // JavaScript. Regression (fixed in 9b43000): with intervals [10, 20, 30,
+    // 40, 50] (6 attempts), set(MaxAttempts, Number(0)) returned Err but had
+    // already set max_attempts_set, which would have cut the attempts to
+    // min(3, 6) = 3 had the policy been used.
     let n = Raw::Number;
     let bad: Vec<(Opt, Raw<'static>)> = vec![
         (Opt::MaxAttempts, n(0.0)),

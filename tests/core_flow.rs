@@ -1347,11 +1347,12 @@ fn abort_during_an_execution_timeout_with_retries_on() {
 
 #[test]
 fn execute_with_aborted_signal_from_on_error_of_last_failure_leaves_no_executing_state() {
-    // SPEC §1 State: `isExecuting` means "a flow is active". Minimal input
-    // sequence: maxAttempts 1, onError set; execute; attempt_err(1, 1); pop
-    // Call Error; execute(outside_aborted = true); drain. The old flow's
-    // queued Finalize step is skipped (last_started moved on) and the new
-    // flow never starts, so nobody clears is_executing.
+    // SPEC §1 State: `isExecuting` means "a flow is active". Regression
+    // (fixed in 9b43000): maxAttempts 1, onError set; execute;
+    // attempt_err(1, 1); pop Call Error; execute(outside_aborted = true);
+    // drain. The old flow's queued Finalize step was skipped (last_started
+    // had moved on) and the new flow never started, so nothing cleared
+    // is_executing.
     let mut h = Host::new(policy(&[
         (Opt::MaxAttempts, Raw::Number(1.0)),
         (Opt::OnError, Raw::Function),
@@ -1478,14 +1479,14 @@ fn a_timer_reported_again_after_it_fired_is_ignored() {
 
 #[test]
 fn old_total_timer_firing_before_its_clear_is_popped_does_not_end_the_new_flow() {
-    // Timers carry no generation: `timer_fired` trusts the `armed` flags,
-    // which only change when StartTimer/ClearTimer are popped. Minimal
-    // sequence: maxTotalExecutionTime 1000; execute (gen 1) and drain; at
-    // t=1000 call abort() and execute() (gen 2) without draining (e.g. from
-    // inside the function, synchronously); the host's gen-1 Total timer
-    // fires before ClearTimer(Total) was popped. Gen 2 is ended by a total
-    // timeout 0 ms into its own 1000 ms deadline. SPEC §1 rule 12 / the
-    // architecture's "a late timer from an old flow is a no-op".
+    // Timers carry no generation. Regression (fixed in 9b43000, where the
+    // armed flags learnt their flow): maxTotalExecutionTime 1000; execute
+    // (gen 1) and drain; at t=999 call abort() and execute() (gen 2)
+    // without draining (e.g. from inside the function, synchronously); the
+    // host's gen-1 Total timer fires before ClearTimer(Total) is popped.
+    // Gen 2 was ended by a total timeout 0 ms into its own 1000 ms
+    // deadline. SPEC §1 rule 12 / the architecture's "a late timer from an
+    // old flow is a no-op".
     let mut h = Host::new(policy(&[(Opt::MaxTotalExecutionTime, Raw::Number(1000.0))]));
     let g1 = h.execute();
     h.drain();

@@ -285,9 +285,11 @@ impl Host {
                     "StartTimer {timer:?} while one is live (leak); wheel {:?}",
                     self.wheel
                 );
+                // As in Node, a 0 ms timer fires 1 ms later: the clock moves
+                // on even when a flow keeps starting 0 ms timers.
                 self.wheel.push(Live {
                     timer,
-                    due: self.now + ms,
+                    due: self.now + ms.max(1.0),
                     gen,
                 });
             }
@@ -313,6 +315,10 @@ impl Host {
         let mut out = Vec::new();
         while let Some(e) = self.pop() {
             out.push(e);
+            assert!(
+                out.len() < 1_000_000,
+                "runaway: the machine never stops emitting"
+            );
             if let Effect::Call { cb, .. } = e {
                 if let Some(i) = self.reactions.iter().position(|(c, _)| *c == cb) {
                     let (_, mut f) = self.reactions.remove(i);
