@@ -103,6 +103,15 @@ const STAGES = [
     },
   },
   {
+    name: 'leaks',
+    title: 'node --expose-gc: memory, signal listeners and timers left by flows (tests/leaks/)',
+    run() {
+      requireFile('tests/leaks/run.mjs', 'the leak tests');
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/leaks/run.mjs', [], { timeout: 5 * MIN });
+    },
+  },
+  {
     name: 'types',
     title: 'tsc --noEmit (strict) against the installed package',
     run() {

@@ -11,13 +11,12 @@
 //! retryer on the page.
 
 mod codec;
+mod heap;
 mod world;
 
-/// Single-threaded free-list allocator: a few hundred bytes of code.
+/// O(1) size-class allocator (see `heap.rs`).
 #[global_allocator]
-// SAFETY: wasm32-unknown-unknown without atomics runs on one thread.
-static ALLOC: lol_alloc::AssumeSingleThreaded<lol_alloc::FreeListAllocator> =
-    unsafe { lol_alloc::AssumeSingleThreaded::new(lol_alloc::FreeListAllocator::new()) };
+static ALLOC: heap::SizeClasses = heap::SizeClasses::new();
 
 /// A panic is a bug (no input can cause one); trap at once without pulling
 /// in any formatting code.

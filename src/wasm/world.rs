@@ -34,8 +34,9 @@ pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
 /// One retryer: its machine and the state cells JavaScript reads.
 pub struct Slot {
     pub machine: Machine,
-    /// Boxed so the address handed to JavaScript never moves.
-    pub cells: Box<[f64; CELL_COUNT]>,
+    /// Inside the boxed slot, so the address handed to JavaScript never
+    /// moves.
+    pub cells: [f64; CELL_COUNT],
 }
 
 impl Slot {
@@ -106,7 +107,7 @@ impl Budgets for BudgetSlab {
 
 /// All retryers and budgets of the module.
 pub struct World {
-    machines: Vec<Option<Slot>>,
+    machines: Vec<Option<Box<Slot>>>,
     free: Vec<u32>,
     pub budgets: BudgetSlab,
     /// Options being validated for a constructor or `setOptions` call.
@@ -135,18 +136,21 @@ impl World {
     /// Handles are index + 1, so 0 is never a valid handle.
     pub fn slot(&self, h: u32) -> Option<&Slot> {
         let i = h.checked_sub(1)? as usize;
-        self.machines.get(i).and_then(Option::as_ref)
+        self.machines.get(i).and_then(|s| s.as_deref())
     }
 
     pub fn slot_mut(&mut self, h: u32) -> Option<&mut Slot> {
         let i = h.checked_sub(1)? as usize;
-        self.machines.get_mut(i).and_then(Option::as_mut)
+        self.machines.get_mut(i).and_then(|s| s.as_deref_mut())
     }
 
     /// A retryer and the budgets, borrowed together.
     pub fn split(&mut self, h: u32) -> (Option<&mut Slot>, &mut BudgetSlab) {
         let slot = match h.checked_sub(1) {
-            Some(i) => self.machines.get_mut(i as usize).and_then(Option::as_mut),
+            Some(i) => self
+                .machines
+                .get_mut(i as usize)
+                .and_then(|s| s.as_deref_mut()),
             None => None,
         };
         (slot, &mut self.budgets)
@@ -178,10 +182,10 @@ impl World {
             };
         }
         let machine = Machine::new(policy, self.seeder.next_u64());
-        let mut slot = Slot {
+        let mut slot = Box::new(Slot {
             machine,
-            cells: Box::new([0.0; CELL_COUNT]),
-        };
+            cells: [0.0; CELL_COUNT],
+        });
         slot.refresh();
         let index = match self.free.pop() {
             Some(i) => {

@@ -1,0 +1,76 @@
+// Leak test 1: 1,000,000 sequential executions on one retryer keep memory
+// flat (JS heap + wasm memory within LIMIT of the figure after warm-up).
+//
+//   node --expose-gc executions.mjs success     every attempt succeeds
+//   node --expose-gc executions.mjs fail-once   each flow fails once (a fresh
+//                                               rejected object), baseWait 0,
+//                                               then succeeds
+import { AsyncRetryer } from 'retry-wasm';
+import { MB, check, describe, fmtDelta, liveHandles, report, settle, snapshot } from './lib.mjs';
+
+const variant = process.argv[2];
+check(variant === 'success' || variant === 'fail-once', `usage: executions.mjs success|fail-once (got ${variant})`);
+const N = Number(process.env.LEAKS_EXECUTIONS ?? 1_000_000);
+const WARMUP = 50_000;
+const CHECKPOINTS = 4;
+const LIMIT = 2 * MB;
+
+let calls = 0;
+const fn = variant === 'success'
+  ? async (i) => i
+  : (i) => (calls++ % 2 === 0 ? Promise.reject({ failed: i }) : Promise.resolve(i));
+const retryer = new AsyncRetryer(fn, variant === 'success' ? {} : { baseWait: 0, maxAttempts: 2 });
+
+async function run(count, offset) {
+  for (let i = 0; i < count; i++) {
+    const v = await retryer.execute(offset + i);
+    if (v !== offset + i) throw new Error(`execution ${offset + i} resolved ${JSON.stringify(v)}`);
+  }
+}
+
+const name = `1M executions, one retryer (${variant})`;
+const t0 = performance.now();
+await run(WARMUP, 0);
+await settle();
+const start = snapshot();
+console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up executions`, start));
+
+const per = Math.ceil(N / CHECKPOINTS);
+const trend = [];
+for (let done = 0; done < N; done += per) {
+  const n = Math.min(per, N - done);
+  await run(n, WARMUP + done);
+  await settle(3);
+  const s = snapshot();
+  trend.push(s.total - start.total);
+  console.log(`  after ${(done + n).toLocaleString('en-US')}: total ${fmtDelta(s.total - start.total)} (heap ${fmtDelta(s.heap - start.heap)}, wasm ${fmtDelta(s.wasm - start.wasm)})`);
+}
+await settle();
+const end = snapshot();
+const secs = (performance.now() - t0) / 1000;
+console.log(describe(`after ${N.toLocaleString('en-US')} more executions`, end));
+
+const state = retryer.store.state;
+check(state.executionCount === WARMUP + N, `executionCount ${state.executionCount}, expected ${WARMUP + N}`);
+check(state.isExecuting === false, 'the retryer still shows a flow');
+if (variant === 'fail-once') check(calls === 2 * (WARMUP + N), `fn called ${calls} times, expected ${2 * (WARMUP + N)}`);
+
+const delta = end.total - start.total;
+const ok = delta <= LIMIT;
+report(
+  name,
+  ok,
+  {
+    executions: N,
+    before: start.total,
+    after: end.total,
+    delta,
+    heapDelta: end.heap - start.heap,
+    wasmBefore: start.wasm,
+    wasmAfter: end.wasm,
+    trend,
+    engineRetryers: liveHandles(),
+    secs: Number(secs.toFixed(1)),
+  },
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(end.heap - start.heap)}, wasm ${start.wasm} -> ${end.wasm} B; ${secs.toFixed(1)} s`,
+);

@@ -1,0 +1,97 @@
+// Helpers shared by the leak cases. The cases run from .consumer/leaks/ (see
+// ../run.mjs), so 'retry-wasm' resolves to the installed package.
+//
+// Memory is measured as JS heap (heapUsed after gc()) + array buffers + the
+// engine's WebAssembly.Memory. Node does not count wasm memory in
+// process.memoryUsage().arrayBuffers, so the wasm size is read from the
+// memory buffer itself, through the installed package's engine module (the
+// same module instance 'retry-wasm' loaded: same file URL). Wasm memory never
+// shrinks, so its figure is a high-water mark.
+
+export const PACKAGE = 'retry-wasm';
+export const MB = 1024 * 1024;
+export const dispose = Symbol.dispose ?? Symbol.for('Symbol.dispose');
+
+const entry = import.meta.resolve(PACKAGE);
+if (!entry.includes(`/.consumer/node_modules/${PACKAGE}/`)) {
+  throw new Error(`'${PACKAGE}' resolved to ${entry}, not into .consumer/node_modules`);
+}
+
+// Internal, read only: the engine module of the installed package.
+const internal = await import(new URL('./front/engine.js', entry)).catch(() => null);
+
+export const turn = () => new Promise((r) => setImmediate(r));
+
+if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
+
+/** Full GCs with event-loop turns between (finalizers run in their own task). */
+export async function settle(rounds = 6) {
+  for (let i = 0; i < rounds; i++) {
+    globalThis.gc();
+    await turn();
+  }
+  globalThis.gc();
+}
+
+/** Bytes of the engine's linear memory, or NaN when it cannot be read. */
+export function wasmBytes() {
+  try {
+    return internal.cells().buffer.byteLength;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Memory now (call settle() first). */
+export function snapshot() {
+  const m = process.memoryUsage();
+  const wasm = wasmBytes();
+  return {
+    heap: m.heapUsed,
+    arrayBuffers: m.arrayBuffers,
+    wasm,
+    total: m.heapUsed + m.arrayBuffers + (Number.isNaN(wasm) ? 0 : wasm),
+  };
+}
+
+/**
+ * How many retryers the engine holds (handles h >= 1 with state cells), or
+ * NaN if the engine does not expose `cells(h)`. Scans up to `limit`, or
+ * until `gap` consecutive empty handles when no limit is given.
+ */
+export function liveHandles({ limit = Infinity, gap = 20_000 } = {}) {
+  const cellsOf = internal?.engine?.cells;
+  if (typeof cellsOf !== 'function') return NaN;
+  let live = 0;
+  let empty = 0;
+  for (let h = 1; h <= limit && empty < gap; h++) {
+    if (cellsOf(h) !== 0) {
+      live++;
+      empty = 0;
+    } else if (limit === Infinity) {
+      empty++;
+    }
+  }
+  return live;
+}
+
+export const fmt = (b) => (Number.isNaN(b) ? 'n/a' : `${b.toLocaleString('en-US')} B`);
+export const fmtDelta = (b) => `${b >= 0 ? '+' : ''}${b.toLocaleString('en-US')} B (${(b / MB).toFixed(3)} MB)`;
+
+export function describe(label, s) {
+  return `${label}: heap ${fmt(s.heap)}, arrayBuffers ${fmt(s.arrayBuffers)}, wasm ${fmt(s.wasm)}, total ${fmt(s.total)}`;
+}
+
+/**
+ * Prints the verdict line ../run.mjs reads: `LEAK-RESULT {json}`.
+ * Exits non-zero on failure.
+ */
+export function report(name, ok, figures, detail = '') {
+  process.stdout.write(`LEAK-RESULT ${JSON.stringify({ name, ok, figures, detail })}\n`);
+  process.exitCode = ok ? 0 : 1;
+}
+
+/** Fails the case with a message (a broken assumption, not a leak figure). */
+export function check(cond, message) {
+  if (!cond) throw new Error(message);
+}
