@@ -20,7 +20,7 @@
 // Exports measureSizes() and checkSizeBudget() for tests.
 
 import { build } from 'esbuild';
-import { gzipSync, brotliCompressSync, constants as zc } from 'node:zlib';
+import { gzipSync, brotliCompressSync, inflateRawSync, constants as zc } from 'node:zlib';
 import { readFileSync, existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -29,7 +29,7 @@ import { table, fmtBytes } from './lib/stats.mjs';
 
 // The enforced ceiling: today's size plus a little, so it cannot creep. The
 // goal (issue 5) is 16 KiB; lower this as the engine shrinks.
-export const SIZE_BUDGET_GZIP = 24 * 1024;
+export const SIZE_BUDGET_GZIP = 21 * 1024;
 export const SIZE_GOAL_GZIP = 16 * 1024;
 // RETRY_WASM_WASM_FILE overrides the path (only for exercising the harness).
 export const WASM_PATH = process.env.RETRY_WASM_WASM_FILE
@@ -106,10 +106,25 @@ export async function measureSizes({ peers = true } = {}) {
       // Embedded wasm: a base64 string starting with the wasm magic "\0asm"
       // ("AGFzbQ"). Found in the bundle itself, so the figures describe what
       // ships even when pkg/ has been rebuilt since the tarball was packed.
+      // Also a deflate-raw stream in base64 that inflates to a wasm (what
+      // the build embeds now).
       const text = js.toString('latin1');
       let b64 = null;
       for (const m of text.matchAll(/AGFzbQ[A-Za-z0-9+/]*={0,2}/g)) {
-        if (!b64 || m[0].length > b64.text.length) b64 = { text: m[0], at: m.index };
+        if (!b64 || m[0].length > b64.text.length) b64 = { text: m[0], at: m.index, deflated: false };
+      }
+      if (!b64) {
+        for (const m of text.matchAll(/[A-Za-z0-9+/]{1024,}={0,2}/g)) {
+          try {
+            const inflated = inflateRawSync(Buffer.from(m[0], 'base64'));
+            if (inflated.subarray(0, 4).equals(Buffer.from([0, 0x61, 0x73, 0x6d]))) {
+              b64 = { text: m[0], at: m.index, deflated: true, wasm: inflated };
+              break;
+            }
+          } catch {
+            // Not a deflate stream.
+          }
+        }
       }
       const wasmEmbedded = !!b64 && b64.text.length >= 64;
       let glue = null;
@@ -120,7 +135,7 @@ export async function measureSizes({ peers = true } = {}) {
         // the wasm as text costs), and the decoded wasm binary.
         glue = compressedSizes(Buffer.concat([js.subarray(0, b64.at), js.subarray(b64.at + b64.text.length)]));
         embedded = compressedSizes(Buffer.from(b64.text, 'latin1'));
-        embeddedWasm = compressedSizes(Buffer.from(b64.text, 'base64'));
+        embeddedWasm = compressedSizes(b64.deflated ? b64.wasm : Buffer.from(b64.text, 'base64'));
       }
       const total = { ...jsSizes };
       const extra = [...others.map((o) => o.bytes)];

@@ -3,14 +3,16 @@
 import init, * as engine from '../../pkg/retry_wasm.js';
 import base64 from '../../pkg/wasm-bytes.js';
 
-function decode(text) {
+/** base64 -> bytes -> inflated wasm (the build deflates it). */
+async function decode(text) {
   const raw = atob(text);
   const bytes = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) bytes[i] = raw.charCodeAt(i);
-  return bytes;
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-const exports = await init({ module_or_path: decode(base64) });
+const exports = await init({ module_or_path: await decode(base64) });
 const memory = exports.memory;
 let view = new Float64Array(memory.buffer);
 
