@@ -94,6 +94,32 @@ function mergeOptions(base, opts) {
   return merged;
 }
 
+/** One `execute()` call: its arguments, its promise, and its values. */
+class Flow {
+  constructor(args) {
+    this.gen = 0;
+    this.args = args;
+    this.resolve = null;
+    this.reject = null;
+    this.done = false;
+    this.result = undefined;
+    this.error = undefined;
+    this.thrown = undefined;
+    this.invalid = undefined;
+    this.ctrl = null;
+    this.ctrlAttempt = 0;
+  }
+}
+
+// A shared executor instead of a closure per call: `new Promise` runs it
+// synchronously, so the flow being created is always the one in `capturing`.
+let capturing = null;
+function capture(resolve, reject) {
+  capturing.resolve = resolve;
+  capturing.reject = reject;
+  capturing = null;
+}
+
 /**
  * Retries an async function with backoff, deadlines and cancellation; a
  * drop-in for `@tanstack/pacer`'s AsyncRetryer. See the README for every
@@ -112,6 +138,8 @@ export class AsyncRetryer {
   #fire;
   #onSignal;
   #listened = null;
+  /** The `signal` option, read on every execute. */
+  #signal = undefined;
   #subscribers = [];
   #snap = null;
   #snapVersion = -1;
@@ -134,6 +162,7 @@ export class AsyncRetryer {
     this.key = given.key;
     /** The merged options, defaults included. */
     this.options = this.#view();
+    this.#signal = this.options.signal;
     const init = given.initialState;
     if (init !== null && typeof init === 'object') {
       this.#lastResult = init.lastResult;
@@ -163,6 +192,7 @@ export class AsyncRetryer {
     this.#given = mergeOptions(this.#given, newOptions ?? {});
     if ('key' in (newOptions ?? {})) this.key = newOptions.key;
     this.options = this.#view();
+    this.#signal = this.options.signal;
     this.#hint();
     if (!this.#pumping) this.#input(w.next(this.#h));
   };
@@ -172,28 +202,15 @@ export class AsyncRetryer {
    * when disabled, aborted or (with throwOnError false) failed.
    */
   execute = (...args) => {
-    let resolve, reject;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
+    const flow = new Flow(args);
+    capturing = flow;
+    const promise = new Promise(capture);
     const prev = this.#flow;
     if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
-    const signal = this.options.signal;
+    const signal = this.#signal;
     const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true, !this.#pumping);
-    this.#flow = {
-      gen: cells()[this.#c + C.LAST_GEN],
-      args,
-      resolve,
-      reject,
-      done: false,
-      result: undefined,
-      error: undefined,
-      thrown: undefined,
-      invalid: undefined,
-      ctrl: null,
-      ctrlAttempt: 0,
-    };
+    flow.gen = cells()[this.#c + C.LAST_GEN];
+    this.#flow = flow;
     this.#input(e);
     return promise;
   };
@@ -329,8 +346,7 @@ export class AsyncRetryer {
   #settled(gen, attempt, fulfilled, value) {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done) return;
-    const F = cells();
-    const before = F[this.#c + C.VERSION];
+    const before = cells()[this.#c + C.VERSION];
     const pop = !this.#pumping;
     const e = fulfilled
       ? w.ok(this.#h, gen, attempt, Date.now(), pop)
