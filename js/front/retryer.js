@@ -3,7 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
-import { classify, show } from './values.js';
+import { classify, numberOf, show, tagOf } from './values.js';
 import {
   ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB, CELL as C, EVAL, FX, GIVE_UP_REASONS,
   INITIAL_FIELDS, MORE, OPT, OPTION_IDS, OPTION_NAMES, OUTCOME, STATUSES, TAG,
@@ -53,7 +53,11 @@ function applyOptions(h, opts) {
   try {
     for (const [key, value] of entries) {
       const id = OPTION_IDS[key];
-      let code = id === undefined ? 1 : typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, ...classify(value));
+      let code = 1;
+      if (id !== undefined) {
+        const tag = tagOf(value);
+        code = typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, tag, numberOf(value, tag));
+      }
       if (!code && id === OPT.INTERVALS && Array.isArray(value)) {
         for (let i = 0; i < value.length && !code; i++) code = w.interval(i, ...classify(value[i]));
       }
@@ -92,6 +96,29 @@ function mergeOptions(base, opts) {
     }
   }
   return merged;
+}
+
+// Module-private keys through which a retryer's store reaches it.
+const READ_STATE = Symbol('retry-wasm state');
+const SUBSCRIBE = Symbol('retry-wasm subscribe');
+
+/** `retryer.store`: the state snapshot and its subscription. */
+class RetryerStore {
+  #retryer;
+
+  constructor(retryer) {
+    this.#retryer = retryer;
+  }
+
+  /** A plain object: a new one after every change, the same while nothing changed. */
+  get state() {
+    return this.#retryer[READ_STATE]();
+  }
+
+  /** Calls `listener` (a function or `{ next }`) after each change; returns an unsubscribe function. */
+  subscribe(listener) {
+    return this.#retryer[SUBSCRIBE](listener);
+  }
 }
 
 /** One `execute()` call: its arguments, its promise, and its values. */
@@ -135,8 +162,10 @@ export class AsyncRetryer {
   #flow = null;
   #older = null;
   #timers = [undefined, undefined, undefined];
-  #fire;
-  #onSignal;
+  /** Timer callbacks, made on the first timer. */
+  #fire = null;
+  /** The outside signal's listener, made on the first listen. */
+  #onSignal = null;
   #listened = null;
   /** The `signal` option, read on every execute. */
   #signal = undefined;
@@ -168,21 +197,8 @@ export class AsyncRetryer {
       this.#lastResult = init.lastResult;
       this.#lastError = init.lastError;
     }
-    this.#fire = [0, 1, 2].map((t) => () => {
-      this.#timers[t] = undefined;
-      this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
-    });
-    this.#onSignal = () => this.#input(w.abort(this.#h, true, !this.#pumping));
-    const self = this;
     /** The state store: `state` (8 fields) and `subscribe(listener)`. */
-    this.store = Object.freeze({
-      get state() {
-        return self.#state();
-      },
-      subscribe(listener) {
-        return self.#subscribe(listener);
-      },
-    });
+    this.store = new RetryerStore(this);
     this.#hint();
   }
 
@@ -271,6 +287,14 @@ export class AsyncRetryer {
       }
       w.hint(this.#h, on);
     }
+  }
+
+  [READ_STATE]() {
+    return this.#state();
+  }
+
+  [SUBSCRIBE](listener) {
+    return this.#subscribe(listener);
   }
 
   #state() {
@@ -401,6 +425,10 @@ export class AsyncRetryer {
       }
       case FX.START_TIMER:
         clearTimeout(this.#timers[sub]);
+        this.#fire ??= [0, 1, 2].map((t) => () => {
+          this.#timers[t] = undefined;
+          this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
+        });
         this.#timers[sub] = setTimeout(this.#fire[sub], F[c + C.VALUE]);
         return;
       case FX.CLEAR_TIMER:
@@ -431,6 +459,7 @@ export class AsyncRetryer {
       case FX.LISTEN: {
         const signal = this.options.signal;
         if (signal != null) {
+          this.#onSignal ??= () => this.#input(w.abort(this.#h, true, !this.#pumping));
           signal.addEventListener('abort', this.#onSignal);
           this.#listened = signal;
         }

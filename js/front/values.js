@@ -12,29 +12,45 @@ function isSignal(v) {
 }
 
 /**
- * The tag (and number) the engine understands for `v`. Strings are sent
- * separately. Never throws, whatever `v` is.
+ * The tag the engine understands for `v` (strings are sent separately).
+ * Never throws, whatever `v` is. Pair with `numberOf` for the payload.
  */
-export function classify(v) {
+export function tagOf(v) {
   switch (typeof v) {
-    case 'undefined': return [TAG.UNDEFINED, 0];
-    case 'boolean': return [TAG.BOOL, v ? 1 : 0];
-    case 'number': return [TAG.NUMBER, v];
-    case 'function': return [TAG.FUNCTION, 0];
+    case 'undefined': return TAG.UNDEFINED;
+    case 'boolean': return TAG.BOOL;
+    case 'number': return TAG.NUMBER;
+    case 'function': return TAG.FUNCTION;
     case 'object': {
-      if (v === null) return [TAG.NULL, 0];
-      if (Array.isArray(v)) return [TAG.ARRAY, v.length];
-      const id = BUDGET_IDS.get(v);
-      if (id !== undefined) return [TAG.BUDGET, id];
+      if (v === null) return TAG.NULL;
+      if (Array.isArray(v)) return TAG.ARRAY;
+      if (BUDGET_IDS.has(v)) return TAG.BUDGET;
       try {
-        if (isSignal(v)) return [TAG.SIGNAL, 0];
+        if (isSignal(v)) return TAG.SIGNAL;
       } catch {
         // A hostile getter: treat as a plain object.
       }
-      return [TAG.OBJECT, 0];
+      return TAG.OBJECT;
     }
-    default: return [TAG.OTHER, 0];
+    default: return TAG.OTHER;
   }
+}
+
+/** The number that goes with `tagOf(v)`: the value, a length, an id, or 0. */
+export function numberOf(v, tag) {
+  switch (tag) {
+    case TAG.BOOL: return v ? 1 : 0;
+    case TAG.NUMBER: return v;
+    case TAG.ARRAY: return v.length;
+    case TAG.BUDGET: return BUDGET_IDS.get(v);
+    default: return 0;
+  }
+}
+
+/** `[tagOf(v), numberOf(v)]`, for the few places that are not hot. */
+export function classify(v) {
+  const tag = tagOf(v);
+  return [tag, numberOf(v, tag)];
 }
 
 /** A short, safe rendering of any value for an error message. */
