@@ -82,7 +82,6 @@ export const EXPECTS = [
   'a RetryBudget',
   'an AbortSignal',
   'a number or a function',
-  'a number or undefined',
 ];
 
 /** Persistable `initialState` fields by wire id (options.rs `set_initial`). */

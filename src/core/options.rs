@@ -190,7 +190,6 @@ pub enum Expect {
     RetryBudget,
     AbortSignal,
     NumberOrFunction,
-    NumberOrUndefined,
 }
 
 /// A refused option: which one, why, and for `intervals`/`initialState`

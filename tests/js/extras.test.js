@@ -4,6 +4,7 @@
 // RetryBudget, seed, retryOnExecutionTimeout.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry, RetryBudget, parseRetryAfter } from 'retry-wasm'
+import { flush, advance, track } from './helpers.js'
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0)
 
@@ -15,21 +16,6 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-async function flush(rounds = 50) {
-  for (let i = 0; i < rounds; i++) await Promise.resolve()
-}
-async function advance(ms) {
-  await vi.advanceTimersByTimeAsync(ms)
-  await flush()
-}
-function track(promise) {
-  const t = { settled: false, status: 'pending', value: undefined, reason: undefined }
-  promise.then(
-    (v) => { t.settled = true; t.status = 'fulfilled'; t.value = v },
-    (e) => { t.settled = true; t.status = 'rejected'; t.reason = e },
-  )
-  return t
-}
 async function expectNextAttemptAt(fn, callsBefore, delay) {
   if (delay > 0) {
     await advance(delay - 1)

@@ -3,6 +3,7 @@
 // `retry-wasm` package.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry } from 'retry-wasm'
+import { flush, advance, track } from './helpers.js'
 
 // ---------------------------------------------------------------- helpers
 
@@ -17,24 +18,6 @@ afterEach(() => {
   vi.clearAllTimers()
   vi.useRealTimers()
 })
-
-async function flush(rounds = 50) {
-  for (let i = 0; i < rounds; i++) await Promise.resolve()
-}
-
-async function advance(ms) {
-  await vi.advanceTimersByTimeAsync(ms)
-  await flush()
-}
-
-function track(promise) {
-  const t = { settled: false, status: 'pending', value: undefined, reason: undefined, count: 0 }
-  promise.then(
-    (v) => { t.count++; t.settled = true; t.status = 'fulfilled'; t.value = v },
-    (e) => { t.count++; t.settled = true; t.status = 'rejected'; t.reason = e },
-  )
-  return t
-}
 
 function deferred() {
   let resolve, reject

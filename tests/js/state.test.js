@@ -2,6 +2,7 @@
 // unsubscribe, initialState and reset() (SPEC §1 "State").
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer } from 'retry-wasm'
+import { flush, advance, track } from './helpers.js'
 
 const T0 = Date.UTC(2030, 5, 1)
 
@@ -12,22 +13,6 @@ afterEach(() => {
   vi.clearAllTimers()
   vi.useRealTimers()
 })
-
-async function flush(rounds = 50) {
-  for (let i = 0; i < rounds; i++) await Promise.resolve()
-}
-async function advance(ms) {
-  await vi.advanceTimersByTimeAsync(ms)
-  await flush()
-}
-function track(promise) {
-  const t = { settled: false, status: 'pending', value: undefined, reason: undefined }
-  promise.then(
-    (v) => { t.settled = true; t.status = 'fulfilled'; t.value = v },
-    (e) => { t.settled = true; t.status = 'rejected'; t.reason = e },
-  )
-  return t
-}
 
 const FIELDS = [
   'currentAttempt',

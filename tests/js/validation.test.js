@@ -4,6 +4,7 @@
 // the module must still run a normal retry.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry, asyncRetryerOptions } from 'retry-wasm'
+import { flush, advance, track } from './helpers.js'
 
 beforeEach(() => {
   vi.useFakeTimers({ now: Date.UTC(2030, 0, 1) })
@@ -15,21 +16,6 @@ afterEach(async () => {
   vi.useRealTimers()
 })
 
-async function flush(rounds = 50) {
-  for (let i = 0; i < rounds; i++) await Promise.resolve()
-}
-async function advance(ms) {
-  await vi.advanceTimersByTimeAsync(ms)
-  await flush()
-}
-function track(promise) {
-  const t = { settled: false, status: 'pending', value: undefined, reason: undefined }
-  promise.then(
-    (v) => { t.settled = true; t.status = 'fulfilled'; t.value = v },
-    (e) => { t.settled = true; t.status = 'rejected'; t.reason = e },
-  )
-  return t
-}
 async function sanityRetry() {
   const fn = vi.fn().mockRejectedValueOnce(new Error('once')).mockResolvedValueOnce('fine')
   const onRetry = vi.fn()
