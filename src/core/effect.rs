@@ -134,3 +134,21 @@ pub enum Effect {
     /// Settle flow `gen`'s promise.
     Finish { gen: u32, outcome: Outcome },
 }
+
+impl Effect {
+    /// The flow generation this effect belongs to; `None` for the ones that
+    /// concern the retryer as a whole (clearing a timer, a state change).
+    pub fn gen(&self) -> Option<u32> {
+        match *self {
+            Effect::Invoke { gen, .. }
+            | Effect::StartTimer { gen, .. }
+            | Effect::AbortAttempt { gen, .. }
+            | Effect::Call { gen, .. }
+            | Effect::Eval { gen, .. }
+            | Effect::Listen { gen }
+            | Effect::Unlisten { gen }
+            | Effect::Finish { gen, .. } => Some(gen),
+            Effect::ClearTimer { .. } | Effect::StateChanged => None,
+        }
+    }
+}

@@ -99,17 +99,7 @@ enum Step {
 impl Step {
     fn gen(&self) -> Option<u32> {
         match self {
-            Step::Out(e) => match *e {
-                Effect::Invoke { gen, .. }
-                | Effect::StartTimer { gen, .. }
-                | Effect::AbortAttempt { gen, .. }
-                | Effect::Call { gen, .. }
-                | Effect::Eval { gen, .. }
-                | Effect::Listen { gen }
-                | Effect::Unlisten { gen }
-                | Effect::Finish { gen, .. } => Some(gen),
-                _ => None,
-            },
+            Step::Out(e) => e.gen(),
             Step::Continue { gen, .. } | Step::Finalize { gen } | Step::MarkError { gen } => {
                 Some(*gen)
             }

@@ -79,17 +79,7 @@ pub fn with_intervals(mut p: Policy, list: &[f64]) -> Policy {
 
 /// The generation an effect belongs to, if any.
 pub fn effect_gen(e: &Effect) -> Option<u32> {
-    match *e {
-        Effect::Invoke { gen, .. }
-        | Effect::StartTimer { gen, .. }
-        | Effect::AbortAttempt { gen, .. }
-        | Effect::Call { gen, .. }
-        | Effect::Eval { gen, .. }
-        | Effect::Listen { gen }
-        | Effect::Unlisten { gen }
-        | Effect::Finish { gen, .. } => Some(gen),
-        Effect::ClearTimer { .. } | Effect::StateChanged => None,
-    }
+    e.gen()
 }
 
 // ----- effect shorthands for exact expectations -----
