@@ -25,12 +25,24 @@ export class RetryBudget {
     if (options === null || typeof options !== 'object') {
       throw new TypeError(`retry-wasm: RetryBudget options must be an object; got ${show(options)}`);
     }
-    for (const key of Object.keys(options)) {
+    let keys;
+    try {
+      keys = Object.keys(options);
+    } catch (e) {
+      throw new TypeError(`retry-wasm: RetryBudget options could not be read: ${show(e)}`);
+    }
+    const read = {};
+    for (const key of keys) {
       if (key !== 'maxTokens' && key !== 'tokenRatio') {
         throw new TypeError(`retry-wasm: unknown RetryBudget option '${key}'`);
       }
+      try {
+        read[key] = options[key];
+      } catch (e) {
+        throw new TypeError(`retry-wasm: RetryBudget option '${key}' could not be read: ${show(e)}`);
+      }
     }
-    const { maxTokens, tokenRatio } = options;
+    const { maxTokens, tokenRatio } = read;
     const [mt, mv] = classify(maxTokens);
     const [rt, rv] = classify(tokenRatio);
     const id = engine.budget_new(mt, mv, rt, rv);

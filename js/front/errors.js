@@ -20,12 +20,18 @@ export function optionError(code, name, value) {
   }
   let label = OPTION_NAMES[opt] ?? name;
   let shown = value;
-  if (opt === OPT.INTERVALS && Array.isArray(value)) {
-    label = `intervals[${index}]`;
-    shown = value[index];
-  } else if (opt === OPT.INITIAL_STATE && value !== null && typeof value === 'object') {
-    label = `initialState.${INITIAL_FIELDS[index] ?? '?'}`;
-    shown = value[INITIAL_FIELDS[index]];
+  try {
+    // Name the entry; a hostile array or object (a revoked Proxy) may
+    // throw here, and then the option alone is named.
+    if (opt === OPT.INTERVALS && Array.isArray(value)) {
+      shown = value[index];
+      label = `intervals[${index}]`;
+    } else if (opt === OPT.INITIAL_STATE && value !== null && typeof value === 'object' && index < INITIAL_FIELDS.length) {
+      shown = value[INITIAL_FIELDS[index]];
+      label = `initialState.${INITIAL_FIELDS[index]}`;
+    }
+  } catch {
+    shown = value;
   }
   const Ctor = range ? RangeError : TypeError;
   return new Ctor(`retry-wasm: option '${label}' must be ${EXPECTS[expect]}; got ${show(shown)}`);

@@ -37,36 +37,69 @@ function isAbortError(e) {
 }
 
 /**
- * Stages every option of `opts` on the engine (a copy of retryer `h`'s
- * policy, or the defaults when `h` is 0) and commits them. Throws the
- * engine's verdict as a TypeError or RangeError; a failed call changes
- * nothing. Returns the handle.
+ * Reads `opts` once into a plain object (a getter or Proxy trap may run user
+ * code, and must run only once). Anything that throws while reading becomes
+ * a TypeError naming what could not be read.
+ */
+function readOptions(opts) {
+  if (opts === undefined) return Object.create(null);
+  if (opts === null || typeof opts !== 'object') {
+    throw new TypeError(`retry-wasm: options must be an object; got ${show(opts)}`);
+  }
+  let keys;
+  try {
+    keys = Object.keys(opts);
+  } catch (e) {
+    throw new TypeError(`retry-wasm: the options object could not be read: ${show(e)}`);
+  }
+  // No prototype: an own '__proto__' key stays a key (and is refused).
+  const snapshot = Object.create(null);
+  for (const key of keys) {
+    try {
+      snapshot[key] = opts[key];
+    } catch (e) {
+      throw new TypeError(`retry-wasm: option '${key}' could not be read: ${show(e)}`);
+    }
+  }
+  return snapshot;
+}
+
+/** Stages one option's value; returns 0 or the engine's error code. */
+function stageOption(id, value) {
+  const tag = tagOf(value);
+  let code = typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, tag, numberOf(value, tag));
+  if (!code && id === OPT.INTERVALS && tag === TAG.ARRAY) {
+    const n = value.length;
+    for (let i = 0; i < n && !code; i++) code = w.interval(i, ...classify(value[i]));
+  }
+  if (!code && id === OPT.INITIAL_STATE && tag === TAG.OBJECT) {
+    for (let f = 0; f < INITIAL_FIELDS.length && !code; f++) {
+      const field = value[INITIAL_FIELDS[f]];
+      // lastResult / lastError may be any value: only presence matters.
+      code = f >= 3 ? w.initial(f, field === undefined ? TAG.UNDEFINED : TAG.OBJECT, 0) : w.initial(f, ...classify(field));
+    }
+  }
+  return code;
+}
+
+/**
+ * Stages every option of the snapshot `opts` on the engine (a copy of
+ * retryer `h`'s policy, or the defaults when `h` is 0) and commits them.
+ * Throws the engine's verdict as a TypeError or RangeError; a failed call
+ * changes nothing. Returns the handle.
  */
 function applyOptions(h, opts) {
-  if (opts === undefined) opts = {};
-  if (opts === null || typeof opts !== 'object') {
-    throw new TypeError(`retry-wasm: options must be an object; got ${opts === null ? 'null' : typeof opts}`);
-  }
-  // Read every value once, before staging: a getter may run user code.
-  const entries = Object.keys(opts).map((key) => [key, opts[key]]);
   w.stage(h);
   try {
-    for (const [key, value] of entries) {
+    for (const key of Object.keys(opts)) {
       const id = OPTION_IDS[key];
-      let code = 1;
-      if (id !== undefined) {
-        const tag = tagOf(value);
-        code = typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, tag, numberOf(value, tag));
-      }
-      if (!code && id === OPT.INTERVALS && Array.isArray(value)) {
-        for (let i = 0; i < value.length && !code; i++) code = w.interval(i, ...classify(value[i]));
-      }
-      if (!code && id === OPT.INITIAL_STATE && value !== null && typeof value === 'object') {
-        for (let f = 0; f < INITIAL_FIELDS.length && !code; f++) {
-          const field = value[INITIAL_FIELDS[f]];
-          // lastResult / lastError may be any value: only presence matters.
-          code = f >= 3 ? w.initial(f, field === undefined ? TAG.UNDEFINED : TAG.OBJECT, 0) : w.initial(f, ...classify(field));
-        }
+      const value = opts[key];
+      let code;
+      try {
+        code = id === undefined ? 1 : stageOption(id, value);
+      } catch (e) {
+        // An array or object option whose entries threw while being read.
+        throw new TypeError(`retry-wasm: option '${key}' could not be read: ${show(e)}`);
       }
       if (code) throw optionError(code, key, value);
     }
@@ -181,12 +214,12 @@ export class AsyncRetryer {
     }
     /** The function being retried. */
     this.fn = fn;
-    const h = applyOptions(0, initialOptions);
+    const given = readOptions(initialOptions);
+    const h = applyOptions(0, given);
     this.#h = h;
     this.#c = w.cells(h) / 8;
     registry?.register(this, h, this);
-    const given = initialOptions ?? {};
-    this.#given = { ...given };
+    this.#given = given;
     /** The `key` option, an identifier. */
     this.key = given.key;
     /** The merged options, defaults included. */
@@ -194,6 +227,7 @@ export class AsyncRetryer {
     this.#signal = this.options.signal;
     const init = given.initialState;
     if (init !== null && typeof init === 'object') {
+      // Read (and validated) once already; a getter that threw never gets here.
       this.#lastResult = init.lastResult;
       this.#lastError = init.lastError;
     }
@@ -204,9 +238,10 @@ export class AsyncRetryer {
 
   /** Merges and validates new options; an active flow goes on with them. */
   setOptions = (newOptions) => {
-    applyOptions(this.#h, newOptions);
-    this.#given = mergeOptions(this.#given, newOptions ?? {});
-    if ('key' in (newOptions ?? {})) this.key = newOptions.key;
+    const next = readOptions(newOptions);
+    applyOptions(this.#h, next);
+    this.#given = mergeOptions(this.#given, next);
+    if ('key' in next) this.key = next.key;
     this.options = this.#view();
     this.#signal = this.options.signal;
     this.#hint();
@@ -279,13 +314,12 @@ export class AsyncRetryer {
   #hint() {
     const enabled = this.options.enabled;
     if (typeof enabled === 'function') {
-      let on = false;
       try {
-        on = !!enabled(this);
-      } catch (e) {
-        reportLater(e);
+        w.hint(this.#h, !!enabled(this));
+      } catch {
+        // Nobody can receive this error now; the next execute() asks
+        // `enabled` again and rejects with what it throws.
       }
-      w.hint(this.#h, on);
     }
   }
 

@@ -23,7 +23,12 @@ export function tagOf(v) {
     case 'function': return TAG.FUNCTION;
     case 'object': {
       if (v === null) return TAG.NULL;
-      if (Array.isArray(v)) return TAG.ARRAY;
+      try {
+        // A revoked Proxy throws even from Array.isArray: no option takes one.
+        if (Array.isArray(v)) return typeof v.length === 'number' ? TAG.ARRAY : TAG.OTHER;
+      } catch {
+        return TAG.OTHER;
+      }
       if (BUDGET_IDS.has(v)) return TAG.BUDGET;
       try {
         if (isSignal(v)) return TAG.SIGNAL;
@@ -41,7 +46,13 @@ export function numberOf(v, tag) {
   switch (tag) {
     case TAG.BOOL: return v ? 1 : 0;
     case TAG.NUMBER: return v;
-    case TAG.ARRAY: return v.length;
+    case TAG.ARRAY: {
+      try {
+        return v.length;
+      } catch {
+        return 0;
+      }
+    }
     case TAG.BUDGET: return BUDGET_IDS.get(v);
     default: return 0;
   }
