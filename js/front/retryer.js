@@ -219,7 +219,8 @@ export class AsyncRetryer {
     this.#h = h;
     this.#c = w.cells(h) / 8;
     registry?.register(this, h, this);
-    this.#given = given;
+    // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
+    this.#given = mergeOptions({}, given);
     /** The `key` option, an identifier. */
     this.key = given.key;
     /** The merged options, defaults included. */
