@@ -1,0 +1,1024 @@
+// Fuzz input decoding and the checks of both fuzz targets.
+//
+// This file is `include!`d by fuzz/fuzz_targets/options.rs,
+// fuzz/fuzz_targets/machine.rs and tests/fuzz_regressions.rs, so the fuzzer
+// and the native regression tests decode bytes the same way: a byte string
+// found by `cargo fuzz` replays unchanged under `cargo test` on stable.
+// It depends on nothing but `retry_wasm` and std.
+//
+// `run_options(bytes)` and `run_machine(bytes)` panic when a rule breaks;
+// anything else they do is a pass. The rules:
+//
+// options: no panic; `Opt::from_id` knows exactly the 28 ids; a refused
+//   value leaves the policy bit for bit unchanged and its error names the
+//   option (and the entry or field); `undefined` is never refused and
+//   restores the default; setting a value twice equals setting it once;
+//   an accepted value is in range (no NaN, no -0, no negative delay, no
+//   non-integer maxAttempts ...); `finish()` changes nothing and refuses
+//   only Infinity attempts with intervals or without a total deadline.
+// machine: no panic; at most one `Finish` per generation and no effect of
+//   a generation after its `Finish` or before it started; attempts of a
+//   flow invoked as 1, 2, 3 ... and never past a static finite
+//   maxAttempts (or intervals + 1); every timer finite, in [0, 2^31-1];
+//   `onAbort`/`onGiveUp` reasons in range; no `Listen` twice; budget
+//   tokens within [0, maxTokens]; at most 10,000 effects from one input;
+//   after a wind-down (answer every question, abort) every execute() has
+//   settled. While every input is one a real host could send, also: no
+//   `StartTimer` over a live timer, and with no flow active nothing is
+//   left behind (no live timer, no signal listener, not isExecuting).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use retry_wasm::core::backoff::{Jitter, MAX_TIMER_MS};
+use retry_wasm::core::budget::Budget;
+use retry_wasm::core::effect::{AbortReason, Effect, Eval, Provided, Timer};
+use retry_wasm::core::machine::Machine;
+use retry_wasm::core::options::{
+    Cb, ErrorKind, Expect, Flag, InitialState, Num, Opt, Policy, Raw, ALL_OPTS,
+};
+
+/// Most effects one input may queue. More means the machine loops.
+pub const MAX_EFFECTS_PER_INPUT: usize = 10_000;
+
+/// Numbers that sit on the edges of the validation rules.
+pub const SPECIAL_F64: [f64; 40] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    2.0,
+    3.0,
+    5.0,
+    10.0,
+    100.0,
+    1000.0,
+    0.5,
+    1.5,
+    0.1,
+    1.0 - f64::EPSILON / 2.0,
+    1.0 + f64::EPSILON,
+    f64::NAN,
+    -f64::NAN,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::MAX,
+    -f64::MAX,
+    f64::MIN_POSITIVE,
+    -f64::MIN_POSITIVE,
+    5e-324,
+    -5e-324,
+    1e308,
+    1e-308,
+    2_147_483_647.0,
+    2_147_483_648.0,
+    4_294_967_295.0,
+    4_294_967_296.0,
+    9_007_199_254_740_991.0,
+    9_007_199_254_740_992.0,
+    9_007_199_254_740_993.0,
+    1e21,
+    -1e21,
+    0.000_1,
+    30.0,
+    7.0,
+    1.0e-7,
+];
+
+/// Strings the options look for, near misses, and odd ones.
+pub const STRINGS: [&str; 16] = [
+    "exponential",
+    "linear",
+    "fixed",
+    "decorrelated",
+    "full",
+    "last",
+    "",
+    "Exponential",
+    "full ",
+    " last",
+    "\u{0}",
+    "fixed\u{0}",
+    "\u{130}",
+    "LINEAR",
+    "true",
+    "decorrelate",
+];
+
+/// A cursor over fuzz bytes. Past the end every read is 0.
+pub struct Input<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Input<'a> {
+    pub fn new(data: &'a [u8]) -> Input<'a> {
+        Input { data, pos: 0 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    pub fn byte(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    pub fn bool(&mut self) -> bool {
+        self.byte() & 1 == 1
+    }
+
+    pub fn bytes(&mut self, n: usize) -> &'a [u8] {
+        let start = self.pos.min(self.data.len());
+        let end = self.pos.saturating_add(n).min(self.data.len());
+        self.pos = self.pos.saturating_add(n);
+        &self.data[start..end]
+    }
+
+    pub fn u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        for x in b.iter_mut() {
+            *x = self.byte();
+        }
+        u32::from_le_bytes(b)
+    }
+
+    pub fn u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        for x in b.iter_mut() {
+            *x = self.byte();
+        }
+        u64::from_le_bytes(b)
+    }
+
+    /// A number: mostly an edge value or a small integer, sometimes any
+    /// bit pattern (every NaN payload, subnormal, huge and tiny value).
+    pub fn f64(&mut self) -> f64 {
+        let tag = self.byte();
+        match tag % 8 {
+            0..=3 => SPECIAL_F64[usize::from(self.byte()) % SPECIAL_F64.len()],
+            4 | 5 => f64::from(self.byte()),
+            6 => f64::from(self.u32()) / 8.0 - 1000.0,
+            _ => f64::from_bits(self.u64()),
+        }
+    }
+
+    /// A string: a known one, or raw bytes when they are UTF-8.
+    pub fn str(&mut self) -> &'a str {
+        let tag = self.byte();
+        if tag & 0x80 == 0 {
+            return STRINGS[usize::from(tag) % STRINGS.len()];
+        }
+        let len = usize::from(tag & 0x1f);
+        std::str::from_utf8(self.bytes(len)).unwrap_or("\u{fffd}")
+    }
+
+    /// A JavaScript value as the front end would classify it.
+    pub fn raw(&mut self) -> Raw<'a> {
+        match self.byte() % 14 {
+            0 => Raw::Undefined,
+            1 => Raw::Null,
+            2 => Raw::Bool(self.bool()),
+            3..=5 => Raw::Number(self.f64()),
+            6 | 7 => Raw::Str(self.str()),
+            8 | 9 => Raw::Function,
+            10 => Raw::Array(match self.byte() {
+                b @ 0..=250 => u32::from(b % 8),
+                _ => self.u32(),
+            }),
+            11 => Raw::Object,
+            12 => match self.byte() % 3 {
+                0 => Raw::Budget(self.u32()),
+                _ => Raw::Budget(u32::from(self.byte() % 4)),
+            },
+            _ => {
+                if self.bool() {
+                    Raw::Signal
+                } else {
+                    Raw::Other
+                }
+            }
+        }
+    }
+
+    /// An option wire id: mostly a known one, sometimes any u32.
+    pub fn opt_id(&mut self) -> u32 {
+        match self.byte() {
+            b @ 0..=239 => u32::from(b) % 31,
+            _ => self.u32(),
+        }
+    }
+}
+
+/// One step of building a policy, as the front end stages `setOptions`.
+#[derive(Clone, Copy, Debug)]
+pub enum OptOp<'a> {
+    Set(u32, Raw<'a>),
+    Push(u32, Raw<'a>),
+    Initial(u32, Raw<'a>),
+    Finish,
+}
+
+pub fn opt_op<'a>(inp: &mut Input<'a>) -> OptOp<'a> {
+    match inp.byte() % 10 {
+        0..=5 => OptOp::Set(inp.opt_id(), inp.raw()),
+        6 | 7 => {
+            let index = match inp.byte() {
+                b @ 0..=250 => u32::from(b % 16),
+                _ => inp.u32(),
+            };
+            OptOp::Push(index, inp.raw())
+        }
+        8 => {
+            let field = match inp.byte() {
+                b @ 0..=250 => u32::from(b % 7),
+                _ => inp.u32(),
+            };
+            OptOp::Initial(field, inp.raw())
+        }
+        _ => OptOp::Finish,
+    }
+}
+
+fn same_f64(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+fn same_num(a: Num, b: Num) -> bool {
+    match (a, b) {
+        (Num::Static(x), Num::Static(y)) => same_f64(x, y),
+        (x, y) => x == y,
+    }
+}
+
+fn same_opt_f64(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => same_f64(x, y),
+        (x, y) => x.is_none() && y.is_none(),
+    }
+}
+
+/// Equal down to the bits (NaN equals NaN, -0 differs from 0).
+pub fn same_policy(a: &Policy, b: &Policy) -> bool {
+    let jitter = match (a.jitter, b.jitter) {
+        (Some(Jitter::Proportional(x)), Some(Jitter::Proportional(y))) => same_f64(x, y),
+        (x, y) => x == y,
+    };
+    let intervals = match (&a.intervals, &b.intervals) {
+        (Some(x), Some(y)) => x.len() == y.len() && x.iter().zip(y).all(|(&p, &q)| same_f64(p, q)),
+        (x, y) => x.is_none() && y.is_none(),
+    };
+    // Names every field: a new one breaks the build until it is compared.
+    let Policy {
+        max_attempts: _,
+        max_attempts_set: _,
+        backoff: _,
+        base_wait: _,
+        max_wait: _,
+        jitter: _,
+        max_execution_time: _,
+        max_total_execution_time: _,
+        throw_on_error: _,
+        enabled: _,
+        callbacks: _,
+        should_retry: _,
+        retry_after: _,
+        intervals: _,
+        multiplier: _,
+        signal: _,
+        budget: _,
+        seed: _,
+        retry_on_execution_timeout: _,
+        initial_state: _,
+    } = a;
+    let (i, j) = (a.initial_state, b.initial_state);
+    same_num(a.max_attempts, b.max_attempts)
+        && a.max_attempts_set == b.max_attempts_set
+        && a.backoff == b.backoff
+        && same_num(a.base_wait, b.base_wait)
+        && same_num(a.max_wait, b.max_wait)
+        && jitter
+        && same_f64(a.max_execution_time, b.max_execution_time)
+        && same_f64(a.max_total_execution_time, b.max_total_execution_time)
+        && a.throw_on_error == b.throw_on_error
+        && a.enabled == b.enabled
+        && a.callbacks == b.callbacks
+        && a.should_retry == b.should_retry
+        && a.retry_after == b.retry_after
+        && intervals
+        && same_f64(a.multiplier, b.multiplier)
+        && a.signal == b.signal
+        && a.budget == b.budget
+        && same_opt_f64(a.seed, b.seed)
+        && a.retry_on_execution_timeout == b.retry_on_execution_timeout
+        && same_opt_f64(i.execution_count, j.execution_count)
+        && same_opt_f64(i.last_execution_time, j.last_execution_time)
+        && same_opt_f64(i.total_execution_time, j.total_execution_time)
+        && i.has_last_result == j.has_last_result
+        && i.has_last_error == j.has_last_error
+}
+
+fn non_negative(v: f64) -> bool {
+    v >= 0.0 && v.is_sign_positive()
+}
+
+fn finite_non_negative(v: f64) -> bool {
+    v.is_finite() && non_negative(v)
+}
+
+/// Every value an accepted option may leave in a policy. `finished`: the
+/// cross-option rules of `finish()` hold too.
+pub fn assert_policy_valid(p: &Policy, finished: bool) {
+    if let Num::Static(v) = p.max_attempts {
+        assert!(
+            v == f64::INFINITY || (v.is_finite() && v >= 1.0 && v.floor() == v),
+            "maxAttempts {v:?} accepted"
+        );
+    }
+    if let Num::Static(v) = p.base_wait {
+        assert!(finite_non_negative(v), "baseWait {v:?} accepted");
+    }
+    if let Num::Static(v) = p.max_wait {
+        assert!(non_negative(v), "maxWait {v:?} accepted");
+    }
+    if let Some(Jitter::Proportional(f)) = p.jitter {
+        assert!(f > 0.0 && f <= 1.0, "jitter {f:?} accepted");
+    }
+    assert!(
+        non_negative(p.max_execution_time),
+        "maxExecutionTime {:?} accepted",
+        p.max_execution_time
+    );
+    assert!(
+        non_negative(p.max_total_execution_time),
+        "maxTotalExecutionTime {:?} accepted",
+        p.max_total_execution_time
+    );
+    assert!(
+        p.multiplier.is_finite() && p.multiplier > 0.0,
+        "multiplier {:?} accepted",
+        p.multiplier
+    );
+    if let Some(s) = p.seed {
+        assert!(s.is_finite(), "seed {s:?} accepted");
+    }
+    if let Some(list) = &p.intervals {
+        for &v in list {
+            assert!(non_negative(v), "interval {v:?} accepted");
+        }
+    }
+    let i = p.initial_state;
+    for v in [
+        i.execution_count,
+        i.last_execution_time,
+        i.total_execution_time,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        assert!(finite_non_negative(v), "initialState number {v:?} accepted");
+    }
+    assert!(p.callbacks < 1 << 9, "callback bits {:#x}", p.callbacks);
+    if finished && p.max_attempts == Num::Static(f64::INFINITY) {
+        assert!(
+            p.intervals.is_none(),
+            "Infinity attempts with intervals finished"
+        );
+        assert!(
+            p.max_total_execution_time.is_finite(),
+            "Infinity attempts without a total deadline finished"
+        );
+    }
+}
+
+/// `set(opt, undefined)` put the option back to its default.
+fn assert_default(p: &Policy, opt: Opt) {
+    let d = Policy::default();
+    let ok = match opt {
+        Opt::MaxAttempts => p.max_attempts == d.max_attempts && !p.max_attempts_set,
+        Opt::Backoff => p.backoff == d.backoff,
+        Opt::BaseWait => p.base_wait == d.base_wait,
+        Opt::MaxWait => p.max_wait == d.max_wait,
+        Opt::Jitter => p.jitter.is_none(),
+        Opt::MaxExecutionTime => p.max_execution_time == d.max_execution_time,
+        Opt::MaxTotalExecutionTime => p.max_total_execution_time == d.max_total_execution_time,
+        Opt::ThrowOnError => p.throw_on_error.is_none(),
+        Opt::Enabled => p.enabled == Flag::Static(true),
+        Opt::InitialState => p.initial_state == InitialState::default(),
+        Opt::Key => true,
+        Opt::ShouldRetry => !p.should_retry,
+        Opt::RetryAfter => !p.retry_after,
+        Opt::Intervals => p.intervals.is_none(),
+        Opt::Multiplier => p.multiplier == d.multiplier,
+        Opt::Signal => !p.signal,
+        Opt::Budget => p.budget.is_none(),
+        Opt::Seed => p.seed.is_none(),
+        Opt::RetryOnExecutionTimeout => !p.retry_on_execution_timeout,
+        cb => match cb.callback() {
+            Some(c) => !p.has(c),
+            None => false,
+        },
+    };
+    assert!(ok, "{opt:?} = undefined did not restore the default: {p:?}");
+}
+
+/// Applies one op to `p` and checks it. Returns whether it was accepted.
+pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
+    let before = p.clone();
+    match op {
+        OptOp::Set(id, raw) => {
+            let opt = Opt::from_id(id);
+            assert_eq!(
+                opt.is_some(),
+                (id as usize) < ALL_OPTS.len(),
+                "from_id({id})"
+            );
+            let Some(opt) = opt else {
+                return false;
+            };
+            assert_eq!(opt as u32, id, "from_id({id}) gave {opt:?}");
+            match p.set(opt, raw) {
+                Ok(()) => {
+                    assert_policy_valid(p, false);
+                    if raw == Raw::Undefined {
+                        assert_default(p, opt);
+                    }
+                    let once = p.clone();
+                    let again = p.set(opt, raw);
+                    assert!(again.is_ok(), "{opt:?} = {raw:?} accepted once only");
+                    assert!(same_policy(p, &once), "{opt:?} = {raw:?} not idempotent");
+                    true
+                }
+                Err(e) => {
+                    assert!(
+                        same_policy(p, &before),
+                        "refused {opt:?} = {raw:?} changed the policy:\n{before:?}\n{p:?}"
+                    );
+                    assert_eq!(e.opt, opt, "error for {opt:?} names another option");
+                    assert_ne!(raw, Raw::Undefined, "{opt:?} refused undefined");
+                    if e.kind == ErrorKind::Range {
+                        assert!(
+                            matches!(raw, Raw::Number(_) | Raw::Str(_)),
+                            "RangeError for a {raw:?}"
+                        );
+                    }
+                    false
+                }
+            }
+        }
+        OptOp::Push(index, raw) => {
+            let len = p.intervals.as_ref().map(Vec::len);
+            match p.push_interval(index, raw) {
+                Ok(()) => {
+                    let list = p.intervals.as_ref().expect("push without a list");
+                    assert_eq!(Some(list.len()), len.map(|n| n + 1));
+                    assert_policy_valid(p, false);
+                    true
+                }
+                Err(e) => {
+                    assert!(
+                        same_policy(p, &before),
+                        "refused interval {index} = {raw:?} changed the policy"
+                    );
+                    assert_eq!(e.opt, Opt::Intervals);
+                    assert_eq!(e.index, index);
+                    false
+                }
+            }
+        }
+        OptOp::Initial(field, raw) => match p.set_initial(field, raw) {
+            Ok(()) => {
+                assert_policy_valid(p, false);
+                true
+            }
+            Err(e) => {
+                assert!(
+                    same_policy(p, &before),
+                    "refused initialState field {field} = {raw:?} changed the policy"
+                );
+                assert_eq!(e.opt, Opt::InitialState);
+                assert_eq!(e.index, field);
+                false
+            }
+        },
+        OptOp::Finish => {
+            let r = p.finish();
+            assert!(same_policy(p, &before), "finish() changed the policy");
+            match r {
+                Ok(()) => assert_policy_valid(p, true),
+                Err(e) => {
+                    assert_eq!(e.kind, ErrorKind::Range);
+                    assert!(
+                        matches!(
+                            e.expect,
+                            Expect::IntervalsWithInfinity | Expect::InfinityNeedsTotalDeadline
+                        ),
+                        "finish() refused with {e:?}"
+                    );
+                    assert_eq!(p.max_attempts, Num::Static(f64::INFINITY));
+                }
+            }
+            r.is_ok()
+        }
+    }
+}
+
+/// What one options run did (for the seed tests).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptionsRun {
+    pub accepted: u32,
+    pub refused: u32,
+    pub committed: u32,
+}
+
+/// Target 1: arbitrary option values through `set`, `push_interval`,
+/// `set_initial` and `finish`, staged and committed as `setOptions` does.
+pub fn run_options(data: &[u8]) -> OptionsRun {
+    let mut run = OptionsRun::default();
+    let mut inp = Input::new(data);
+    let mut committed = Policy::default();
+    let mut staged = committed.clone();
+    let mut clean = true;
+    while !inp.is_empty() {
+        let op = opt_op(&mut inp);
+        let ok = apply_checked(&mut staged, op);
+        if ok {
+            run.accepted += 1;
+        } else {
+            run.refused += 1;
+        }
+        if let OptOp::Finish = op {
+            if ok && clean {
+                run.committed += 1;
+                committed = staged.clone();
+                assert_policy_valid(&committed, true);
+            }
+            staged = committed.clone();
+            clean = true;
+        } else if !ok {
+            clean = false;
+        }
+    }
+    run
+}
+
+// ----- target 2: the machine -----
+
+/// Attempts a policy can ever invoke, when that is fixed by the policy.
+fn static_bound(p: &Policy) -> Option<f64> {
+    match (&p.intervals, p.max_attempts) {
+        (Some(list), Num::Static(v)) if p.max_attempts_set => Some(v.min(list.len() as f64 + 1.0)),
+        (Some(list), _) => Some(list.len() as f64 + 1.0),
+        (None, Num::Static(v)) if v.is_finite() => Some(v),
+        _ => None,
+    }
+}
+
+/// A policy staged from fuzz bytes over `base`, committed only when every
+/// value was accepted and `finish()` passed (as `setOptions` does).
+fn staged_policy(inp: &mut Input<'_>, base: &Policy) -> Option<Policy> {
+    let mut p = base.clone();
+    let n = inp.byte() % 12;
+    let mut ok = true;
+    for _ in 0..n {
+        let op = match opt_op(inp) {
+            OptOp::Finish => continue,
+            op => op,
+        };
+        ok &= apply_checked(&mut p, op);
+    }
+    if ok && p.finish().is_ok() {
+        assert_policy_valid(&p, true);
+        Some(p)
+    } else {
+        None
+    }
+}
+
+/// What one machine run did, summed over its machines (for the seed
+/// tests, and to see what the fuzzer reaches).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineRun {
+    pub machines: u32,
+    pub budgets: u32,
+    pub inputs: u32,
+    pub invokes: u32,
+    pub highest_attempt: u32,
+    pub finishes: u32,
+    pub timers: u32,
+    pub calls: u32,
+    pub evals: u32,
+    /// Every input was one a real host could send, so the leak checks ran.
+    pub realistic: bool,
+}
+
+/// One machine and what its fake host knows.
+struct Sim {
+    run: MachineRun,
+    m: Machine,
+    /// Highest attempt any policy this machine had can reach; `None` when
+    /// one of them had no fixed bound.
+    bound: Option<f64>,
+    /// Generations whose `Finish` was popped.
+    finished: BTreeSet<u32>,
+    /// Last invoked attempt per generation.
+    invoked: BTreeMap<u32, u32>,
+    /// Invoked attempts whose promise has not settled.
+    open_attempts: Vec<(u32, u32)>,
+    /// Popped `Eval`s not answered yet.
+    open_evals: Vec<(u32, Eval)>,
+    /// Live host timers, by kind: the generation that started each.
+    wheel: [Option<u32>; 3],
+    /// Generations listening to the outside signal.
+    listening: BTreeSet<u32>,
+    /// Every input so far is one a real host could send (no settlement
+    /// of an attempt that was never invoked, no answer nobody asked for).
+    realistic: bool,
+}
+
+impl Sim {
+    fn new(policy: Policy, entropy: u64) -> Sim {
+        let bound = static_bound(&policy);
+        Sim {
+            m: Machine::new(policy, entropy),
+            run: MachineRun::default(),
+            bound,
+            finished: BTreeSet::new(),
+            invoked: BTreeMap::new(),
+            open_attempts: Vec::new(),
+            open_evals: Vec::new(),
+            wheel: [None; 3],
+            listening: BTreeSet::new(),
+            realistic: true,
+        }
+    }
+
+    /// A generation that exists and has not finished: an input naming it
+    /// that a host would not send may steer the machine.
+    fn live_gen(&self, gen: u32) -> bool {
+        gen != 0 && gen <= self.m.last_gen() && !self.finished.contains(&gen)
+    }
+
+    fn set_policy(&mut self, p: Policy) {
+        self.bound = match (self.bound, static_bound(&p)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            _ => None,
+        };
+        self.m.set_policy(p);
+    }
+
+    /// Pops one effect and checks it against the host contract.
+    fn pop(&mut self) -> Option<Effect> {
+        let e = self.m.next_effect()?;
+        let gen = match e {
+            Effect::Invoke { gen, .. }
+            | Effect::StartTimer { gen, .. }
+            | Effect::AbortAttempt { gen, .. }
+            | Effect::Call { gen, .. }
+            | Effect::Eval { gen, .. }
+            | Effect::Listen { gen }
+            | Effect::Unlisten { gen }
+            | Effect::Finish { gen, .. } => Some(gen),
+            Effect::ClearTimer { .. } | Effect::StateChanged => None,
+        };
+        if let Some(g) = gen {
+            assert!(
+                !self.finished.contains(&g),
+                "{e:?} after the Finish of gen {g}"
+            );
+            assert!(
+                g != 0 && g <= self.m.last_gen(),
+                "{e:?} for a generation that was never started"
+            );
+        }
+        match e {
+            Effect::Finish { gen, .. } => {
+                self.run.finishes += 1;
+                self.finished.insert(gen);
+                self.open_attempts.retain(|&(g, _)| g != gen);
+            }
+            Effect::Invoke { gen, attempt } => {
+                let prev = self.invoked.insert(gen, attempt).unwrap_or(0);
+                assert_eq!(
+                    attempt,
+                    prev + 1,
+                    "gen {gen} invoked attempt {attempt} after attempt {prev}"
+                );
+                if let Some(max) = self.bound {
+                    assert!(
+                        f64::from(attempt) <= max,
+                        "attempt {attempt} invoked with maxAttempts {max}"
+                    );
+                }
+                self.run.invokes += 1;
+                self.run.highest_attempt = self.run.highest_attempt.max(attempt);
+                self.open_attempts.push((gen, attempt));
+            }
+            Effect::StartTimer { gen, timer, ms } => {
+                assert!(
+                    ms.is_finite() && (0.0..=MAX_TIMER_MS).contains(&ms),
+                    "{timer:?} timer of {ms:?} ms"
+                );
+                if self.realistic {
+                    assert!(
+                        self.wheel[timer as usize].is_none(),
+                        "StartTimer {timer:?} for gen {gen} while one is live: {:?}",
+                        self.wheel
+                    );
+                }
+                self.run.timers += 1;
+                self.wheel[timer as usize] = Some(gen);
+            }
+            Effect::ClearTimer { timer } => self.wheel[timer as usize] = None,
+            Effect::Listen { gen } => {
+                assert!(self.listening.insert(gen), "Listen twice for gen {gen}");
+            }
+            Effect::Unlisten { gen } => {
+                self.listening.remove(&gen);
+            }
+            Effect::Eval { gen, what, .. } => {
+                self.run.evals += 1;
+                self.open_evals.push((gen, what));
+            }
+            Effect::Call { cb, arg, .. } => {
+                self.run.calls += 1;
+                match cb {
+                    Cb::Abort => assert!(arg <= AbortReason::Signal as u32, "onAbort({arg})"),
+                    Cb::GiveUp => assert!(arg <= 3, "onGiveUp({arg})"),
+                    _ => {}
+                }
+            }
+            Effect::AbortAttempt { .. } | Effect::StateChanged => {}
+        }
+        Some(e)
+    }
+
+    /// Pops everything; more than [`MAX_EFFECTS_PER_INPUT`] is a runaway.
+    fn drain(&mut self) {
+        for _ in 0..MAX_EFFECTS_PER_INPUT {
+            if self.pop().is_none() {
+                self.check_idle();
+                return;
+            }
+        }
+        panic!("runaway: over {MAX_EFFECTS_PER_INPUT} effects from one input");
+    }
+
+    /// With nothing queued and no flow active, nothing may be left behind.
+    fn check_idle(&self) {
+        if !self.realistic || self.m.is_active() {
+            return;
+        }
+        assert!(
+            !self.m.state().is_executing,
+            "no flow, yet isExecuting: {:?}",
+            self.m.state()
+        );
+        assert_eq!(
+            self.wheel, [None; 3],
+            "no flow, yet timers live (kinds Wait, Attempt, Total)"
+        );
+        assert!(
+            self.listening.is_empty(),
+            "no flow, yet listening for gens {:?}",
+            self.listening
+        );
+    }
+}
+
+/// A value an option function might return. `what`: the question, when
+/// the host answers one it was asked (then the answer is mostly sensible).
+fn provided(inp: &mut Input<'_>, what: Option<Eval>) -> Provided {
+    let tag = inp.byte();
+    if let (Some(what), 0..=191) = (what, tag) {
+        return match what {
+            Eval::Enabled | Eval::ShouldRetry => Provided::Bool(tag % 8 != 0),
+            Eval::MaxAttempts => Provided::Number(f64::from(1 + tag % 8)),
+            Eval::RetryAfter if tag % 4 == 0 => Provided::Nothing,
+            _ => Provided::Number(f64::from(tag % 4) * 7.0),
+        };
+    }
+    match tag % 8 {
+        0 => Provided::Nothing,
+        1 | 2 => Provided::Bool(inp.bool()),
+        3..=5 => Provided::Number(inp.f64()),
+        6 => Provided::Other,
+        _ => Provided::Threw,
+    }
+}
+
+fn check_budgets(budgets: &[Budget]) {
+    for b in budgets {
+        let t = b.tokens();
+        assert!(
+            t >= 0.0 && t <= b.max_tokens(),
+            "budget tokens {t} outside [0, {}]",
+            b.max_tokens()
+        );
+    }
+}
+
+/// Target 2: several machines sharing budgets, arbitrary inputs, effects
+/// popped in arbitrary amounts in between.
+///
+/// Each input is `[machine, op, args..]`. The op byte's low 4 bits pick the
+/// input; its high bits pick what the host pops afterwards: usually
+/// everything (as the JavaScript front pumps after each input), sometimes
+/// only a few effects (a callback re-entering the machine while the rest is
+/// still queued). Settlements, answers and timer fires name what the host
+/// was really asked for, except when a selector byte of 224 or more asks
+/// for a stray value (then the run is no longer "realistic" and the leak
+/// checks, which assume a real host, are skipped).
+pub fn run_machine(data: &[u8]) -> MachineRun {
+    let mut inp = Input::new(data);
+    let mut budgets: Vec<Budget> = Vec::new();
+    for _ in 0..inp.byte() % 4 {
+        let (max, ratio) = (inp.f64(), inp.f64());
+        if let Ok(b) = Budget::new(max, ratio) {
+            budgets.push(b);
+        }
+    }
+    let mut sims: Vec<Sim> = Vec::new();
+    for _ in 0..1 + inp.byte() % 3 {
+        let policy = staged_policy(&mut inp, &Policy::default()).unwrap_or_default();
+        sims.push(Sim::new(policy, inp.u64()));
+    }
+    let mut now = 0.0f64;
+    let mut inputs = 0;
+
+    while !inp.is_empty() {
+        inputs += 1;
+        let i = usize::from(inp.byte()) % sims.len();
+        let s = &mut sims[i];
+        let op = inp.byte();
+        match op & 15 {
+            0 | 1 => {
+                let before = s.m.last_gen();
+                let gen = s.m.execute(now, inp.byte() < 16);
+                assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
+            }
+            kind @ (2..=4) => {
+                let sel = inp.byte();
+                let target = if sel < 224 {
+                    if s.open_attempts.is_empty() {
+                        None
+                    } else {
+                        Some(
+                            s.open_attempts
+                                .remove(usize::from(sel) % s.open_attempts.len()),
+                        )
+                    }
+                } else {
+                    let gen = s.m.last_gen().wrapping_sub(u32::from(sel % 3));
+                    let attempt = match inp.byte() {
+                        b @ 0..=250 => u32::from(b % 6),
+                        _ => inp.u32(),
+                    };
+                    if let Some(k) = s.open_attempts.iter().position(|&x| x == (gen, attempt)) {
+                        s.open_attempts.remove(k);
+                    } else if s.live_gen(gen) {
+                        s.realistic = false;
+                    }
+                    Some((gen, attempt))
+                };
+                if let Some((gen, attempt)) = target {
+                    if kind == 2 {
+                        s.m.attempt_ok(gen, attempt, now, &mut budgets);
+                    } else {
+                        let abort_error = inp.byte() < 24;
+                        s.m.attempt_err(gen, attempt, abort_error, now, &mut budgets);
+                    }
+                }
+            }
+            5 | 6 => {
+                let sel = inp.byte();
+                let live: Vec<Timer> = [Timer::Wait, Timer::Attempt, Timer::Total]
+                    .into_iter()
+                    .filter(|&t| s.wheel[t as usize].is_some())
+                    .collect();
+                let timer = if sel < 224 && !live.is_empty() {
+                    live[usize::from(sel) % live.len()]
+                } else {
+                    // A timer that is not live never fires in a host; the
+                    // machine must ignore such a report anyway.
+                    [Timer::Wait, Timer::Attempt, Timer::Total][usize::from(sel % 3)]
+                };
+                s.wheel[timer as usize] = None;
+                s.m.timer_fired(timer, now, &mut budgets);
+            }
+            7 => {
+                let reason = match inp.byte() % 5 {
+                    0 => AbortReason::Manual,
+                    1 => AbortReason::NewExecution,
+                    2 => AbortReason::ExecutionTimeout,
+                    3 => AbortReason::TotalTimeout,
+                    _ => AbortReason::Signal,
+                };
+                s.m.abort(reason);
+            }
+            8 | 9 => {
+                let sel = inp.byte();
+                let target = if sel < 224 {
+                    if s.open_evals.is_empty() {
+                        None
+                    } else {
+                        let (gen, what) =
+                            s.open_evals.remove(usize::from(sel) % s.open_evals.len());
+                        Some((gen, Some(what)))
+                    }
+                } else {
+                    let gen = match inp.byte() {
+                        b @ 0..=250 => s.m.last_gen().wrapping_sub(u32::from(b % 3)),
+                        _ => inp.u32(),
+                    };
+                    if let Some(k) = s.open_evals.iter().position(|&(g, _)| g == gen) {
+                        s.open_evals.remove(k);
+                    } else if s.live_gen(gen) {
+                        s.realistic = false;
+                    }
+                    Some((gen, None))
+                };
+                if let Some((gen, what)) = target {
+                    let value = provided(&mut inp, what);
+                    s.m.provide(gen, value, now, &mut budgets);
+                }
+            }
+            10 => {
+                let gen = s.m.last_gen().wrapping_sub(u32::from(inp.byte() % 3));
+                s.m.callback_threw(gen);
+            }
+            11 => s.m.reset(),
+            12 => {
+                if let Some(p) = staged_policy(&mut inp, s.m.policy()) {
+                    s.set_policy(p);
+                }
+            }
+            13 => match inp.byte() % 3 {
+                0 => s.m.set_listeners(inp.bool()),
+                _ => s.m.set_enabled_hint(inp.bool()),
+            },
+            14 => {}
+            _ => {
+                now = match inp.byte() % 4 {
+                    0 | 1 => now + f64::from(inp.byte()),
+                    2 => now + f64::from(inp.u32()),
+                    _ => inp.f64(),
+                };
+            }
+        }
+        if op >> 4 < 12 {
+            s.drain();
+        } else {
+            for _ in 0..op >> 4 & 3 {
+                if s.pop().is_none() {
+                    break;
+                }
+            }
+        }
+        check_budgets(&budgets);
+    }
+
+    // Wind down as a host would: answer every question, abort whatever
+    // still runs, and pop everything. Every execute() must then have
+    // settled exactly once.
+    for s in sims.iter_mut() {
+        for _ in 0..64 {
+            s.drain();
+            if s.open_evals.is_empty() && !s.m.is_active() {
+                break;
+            }
+            for (gen, _) in std::mem::take(&mut s.open_evals) {
+                s.m.provide(gen, Provided::Threw, now, &mut budgets);
+            }
+            s.m.abort(AbortReason::Manual);
+        }
+        s.drain();
+        assert!(!s.m.is_active(), "a flow survived abort()");
+        for gen in 1..=s.m.last_gen() {
+            assert!(
+                s.finished.contains(&gen),
+                "execute() of gen {gen} never settled"
+            );
+        }
+    }
+    check_budgets(&budgets);
+    let mut total = MachineRun {
+        machines: sims.len() as u32,
+        budgets: budgets.len() as u32,
+        inputs,
+        realistic: true,
+        ..MachineRun::default()
+    };
+    for s in &sims {
+        let r = s.run;
+        total.invokes += r.invokes;
+        total.highest_attempt = total.highest_attempt.max(r.highest_attempt);
+        total.finishes += r.finishes;
+        total.timers += r.timers;
+        total.calls += r.calls;
+        total.evals += r.evals;
+        total.realistic &= s.realistic;
+    }
+    total
+}

@@ -1,0 +1,247 @@
+//! Native replays of the fuzz targets (issue 6), on stable, without
+//! libFuzzer: `fuzz/decode.rs` holds the byte decoding and every check of
+//! both targets, and is included both here and by
+//! `fuzz/fuzz_targets/{options,machine}.rs`, so a byte string the fuzzer
+//! reports replays here exactly as it ran there.
+//!
+//! - hand-picked seeds of each target, with what they must reach;
+//! - every crash the fuzzer found, minimised (none so far: see the end);
+//! - `FUZZ_REPLAY=1 cargo test --test fuzz_regressions -- --nocapture`
+//!   also replays the local corpus under `fuzz/corpus/` (git-ignored) and
+//!   prints what it reached.
+
+include!("../fuzz/decode.rs");
+
+// ----- options target -----
+
+/// `maxAttempts` refused values, `Infinity` without a total deadline,
+/// then with one; `intervals` with `-0`, a `NaN` entry and `Infinity`.
+const OPTIONS_EDGES: &[u8] = &[
+    0, 0, 3, 0, 15, // maxAttempts = NaN: refused
+    9,  // finish: staged values dropped, nothing committed
+    0, 0, 3, 0, 17, // maxAttempts = Infinity
+    9,  // finish: refused, no total deadline
+    0, 0, 3, 0, 17, // maxAttempts = Infinity
+    0, 6, 3, 0, 9, // maxTotalExecutionTime = 1000
+    9, // finish: committed
+    0, 22, 10, 2, // intervals = [.. 2 entries]
+    6, 0, 3, 0, 1, // intervals[0] = -0: accepted as 0
+    6, 1, 3, 0, 15, // intervals[1] = NaN: refused
+    9,  // finish: refused (intervals with Infinity attempts)
+];
+
+/// Unknown ids (small and huge), every kind of value for a few options,
+/// `initialState` fields, near-miss strings.
+const OPTIONS_KINDS: &[u8] = &[
+    0, 29, 0, // unknown option 29
+    0, 255, 255, 255, 255, 255, 0, // unknown option u32::MAX
+    0, 1, 6, 3, // backoff = 'decorrelated'
+    0, 1, 6, 7, // backoff = 'Exponential': RangeError
+    0, 4, 6, 8, // jitter = 'full ': RangeError
+    0, 4, 3, 0, 14, // jitter = 1.0000000000000002: RangeError
+    0, 4, 3, 0, 10, // jitter = 0.5
+    0, 7, 6, 5, // throwOnError = 'last'
+    0, 7, 2, 1, // throwOnError = true
+    0, 24, 13, 1, // signal = AbortSignal
+    0, 25, 12, 0, 255, 255, 255, 255, // budget = RetryBudget #u32::MAX
+    0, 26, 3, 0, 17, // seed = Infinity: RangeError
+    0, 23, 3, 0, 1, // multiplier = -0: RangeError
+    0, 11, 1, // onRetry = null: TypeError
+    0, 11, 8, // onRetry = function
+    8, 0, 3, 0, 3, // initialState.executionCount = -1: RangeError
+    8, 1, 3, 0, 29, // initialState.lastExecutionTime = 4294967295
+    8, 255, 0, 1, 0, 0, 0, // initialState field 256: ignored
+    6, 0, 3, 0, 2, // intervals[0] without intervals: TypeError
+    9, // finish
+    0, 2, 3, 7, 0, 0, 0, 0, 0, 0, 248, 127, // baseWait = a NaN bit pattern
+    0, 3, 3, 0, 23, // maxWait = 5e-324
+    0, 5, 3, 0, 18, // maxExecutionTime = -Infinity: RangeError
+    9,  // finish: nothing committed (one value was refused)
+];
+
+#[test]
+fn options_seed_edges() {
+    let run = run_options(OPTIONS_EDGES);
+    assert_eq!(
+        run,
+        OptionsRun {
+            accepted: 7,
+            refused: 4,
+            committed: 1
+        }
+    );
+}
+
+#[test]
+fn options_seed_every_kind() {
+    let run = run_options(OPTIONS_KINDS);
+    assert_eq!(run.committed, 0, "{run:?}");
+    assert_eq!(run.refused, 12, "{run:?}");
+    assert_eq!(run.accepted, 12, "{run:?}");
+}
+
+#[test]
+fn options_tolerate_short_and_empty_input() {
+    assert_eq!(run_options(&[]), OptionsRun::default());
+    for len in 0..=OPTIONS_KINDS.len() {
+        run_options(&OPTIONS_KINDS[..len]);
+    }
+    // Every single byte, and every pair starting a Set.
+    for b in 0..=255u8 {
+        run_options(&[b]);
+        run_options(&[0, b]);
+        run_options(&[0, b, 3]);
+    }
+}
+
+// ----- machine target -----
+
+/// One budget (10 tokens, ratio 0.1) shared by two machines: m0 with
+/// `maxAttempts: 3`, the budget and `onRetry`; m1 with `maxAttempts:
+/// Infinity`, a 100 ms total deadline and a 10 ms `baseWait`.
+const MACHINE_HEADER: &[u8] = &[
+    1, 4, 10, 0, 12, // 1 budget: Budget::new(10, 0.1)
+    1,  // 2 machines
+    3,  // m0: 3 options
+    0, 0, 3, 0, 5, // maxAttempts = 3
+    0, 25, 12, 1, 0, // budget = #0
+    0, 11, 8, // onRetry = function
+    0, 0, 0, 0, 0, 0, 0, 0, // m0 entropy
+    3, // m1: 3 options
+    0, 6, 3, 0, 8, // maxTotalExecutionTime = 100
+    0, 2, 3, 0, 7, // baseWait = 10
+    0, 0, 3, 0, 17, // maxAttempts = Infinity
+    0, 0, 0, 0, 0, 0, 0, 0, // m1 entropy
+];
+
+/// m0 fails three attempts and gives up; m1 retries until its total
+/// deadline fires; m0 starts twice more, the second execute() arriving
+/// while the first one's effects are half popped. Each input is
+/// `[machine, op, args..]`; ops below 0xC0 drain the queue afterwards.
+const MACHINE_FLOWS: &[u8] = &[
+    0, 0, 100, // m0 execute: Invoke 1
+    0, 3, 0, 200, // attempt 1 fails: onRetry, wait
+    0, 5, 0, // the wait fires: Invoke 2
+    0, 3, 0, 200, // attempt 2 fails
+    0, 5, 0, // the wait fires: Invoke 3
+    0, 3, 0, 200, // attempt 3 fails: give up, Finish
+    1, 0, 100, // m1 execute: total timer, Invoke 1
+    1, 3, 0, 200, // attempt 1 fails: wait 10 ms
+    1, 5, 0, // the wait fires: Invoke 2
+    1, 5, 0, // the total deadline fires: Finish
+    0, 0xD0, 100, // m0 execute, pop one effect only
+    0, 0, 100, // m0 execute again: 'new-execution'
+    0, 15, 3, 0, 15, // now = NaN
+    0, 2, 0, // the newest attempt succeeds
+];
+
+#[test]
+fn machine_seed_flows() {
+    let data = [MACHINE_HEADER, MACHINE_FLOWS].concat();
+    let run = run_machine(&data);
+    assert_eq!(run.machines, 2);
+    assert_eq!(run.budgets, 1);
+    assert!(run.realistic, "{run:?}");
+    assert_eq!(run.highest_attempt, 3, "{run:?}");
+    // m0: 3 + 1 + 1 attempts; m1: 2.
+    assert_eq!(run.invokes, 7, "{run:?}");
+    assert_eq!(run.finishes, 4, "{run:?}");
+}
+
+/// Inputs no host would send: settlements and answers for generations and
+/// attempts that were never invoked or asked, stray timers, aborts with
+/// nothing running, and clocks that are NaN, negative and huge.
+const MACHINE_STRAYS: &[u8] = &[
+    0, 15, 3, 0, 18, // now = -Infinity
+    0, 5, 226, // the attempt timer fires with no flow
+    0, 7, 3, // abort('total-timeout') with no flow
+    0, 2, 255, 255, 255, 255, 255, 255, // gen 0 attempt u32::MAX ok
+    0, 0xC0, 100, // execute, pop nothing
+    0, 3, 255, 1, 200, // gen 1 attempt 1 fails before its Invoke is popped
+    0, 8, 255, 255, 7, 0, 0, 0, 0, // an answer for gen 7 nobody asked for
+    0, 15, 3, 0, 19, // now = f64::MAX
+    0, 0, 100, // execute
+    0, 10, 0, // a callback of the newest gen throws
+    1, 0, 0, // m1 execute with an outside signal already aborted
+    1, 13, 0, 1, // m1 listeners on
+    1, 11, // m1 reset
+];
+
+#[test]
+fn machine_seed_strays() {
+    let data = [MACHINE_HEADER, MACHINE_STRAYS].concat();
+    let run = run_machine(&data);
+    assert!(!run.realistic, "{run:?}");
+    assert_eq!(run.finishes, 3, "{run:?}");
+}
+
+#[test]
+fn machine_tolerates_short_and_empty_input() {
+    run_machine(&[]);
+    let data = [MACHINE_HEADER, MACHINE_FLOWS].concat();
+    for len in 0..=data.len() {
+        run_machine(&data[..len]);
+    }
+    for b in 0..=255u8 {
+        run_machine(&[b]);
+        run_machine(&[0, 0, b]);
+    }
+}
+
+// ----- crashes the fuzzer found -----
+//
+// None so far. `npm run fuzz -- --seconds 600` ran both targets clean:
+// options 4,104,907 executions in 601 s, machine 2,755,474 in 601 s. As a
+// check of the harness, seven bugs injected into a copy of src/core (a
+// refused maxAttempts leaving a trace, NaN accepted as a deadline, one
+// attempt too many, an abort not dropping queued effects, an AbortError
+// never settling, a total timeout leaving timers, a give-up leaving the
+// signal listener) were each caught in under 60 s.
+//
+// When `npm run fuzz` reports a crash it prints the reproducer as a byte
+// array: minimise it (`cargo +nightly fuzz tmin <target> <file>`), paste
+// it here and call `run_options` / `run_machine` on it in a test.
+
+// ----- the local corpus -----
+
+fn replay_dir(target: &str, run: impl Fn(&[u8]) -> String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        println!("{target}: no corpus at {}", dir.display());
+        return;
+    };
+    let mut lines: BTreeMap<String, u32> = BTreeMap::new();
+    let mut n = 0;
+    for entry in entries.flatten() {
+        let data = std::fs::read(entry.path()).expect("corpus file");
+        *lines.entry(run(&data)).or_default() += 1;
+        n += 1;
+    }
+    println!("{target}: {n} corpus inputs replayed");
+    for (line, count) in lines.iter().rev().take(12) {
+        println!("  {count:6} × {line}");
+    }
+}
+
+#[test]
+fn replay_local_corpus() {
+    if std::env::var_os("FUZZ_REPLAY").is_none() {
+        return;
+    }
+    replay_dir("options", |d| {
+        let r = run_options(d);
+        format!("committed {}", r.committed.min(3))
+    });
+    replay_dir("machine", |d| {
+        let r = run_machine(d);
+        format!(
+            "realistic {} highest attempt {} evals>0 {} timers>0 {}",
+            r.realistic,
+            r.highest_attempt.min(9),
+            r.evals > 0,
+            r.timers > 0
+        )
+    });
+}
