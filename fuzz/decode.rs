@@ -671,18 +671,7 @@ impl Sim {
     /// Pops one effect and checks it against the host contract.
     fn pop(&mut self) -> Option<Effect> {
         let e = self.m.next_effect()?;
-        let gen = match e {
-            Effect::Invoke { gen, .. }
-            | Effect::StartTimer { gen, .. }
-            | Effect::AbortAttempt { gen, .. }
-            | Effect::Call { gen, .. }
-            | Effect::Eval { gen, .. }
-            | Effect::Listen { gen }
-            | Effect::Unlisten { gen }
-            | Effect::Finish { gen, .. } => Some(gen),
-            Effect::ClearTimer { .. } | Effect::StateChanged => None,
-        };
-        if let Some(g) = gen {
+        if let Some(g) = e.gen() {
             assert!(
                 !self.finished.contains(&g),
                 "{e:?} after the Finish of gen {g}"

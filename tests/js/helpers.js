@@ -1,6 +1,7 @@
 // Helpers shared by the suites: draining microtasks, advancing fake time,
 // and watching a promise without awaiting it.
-import { vi } from 'vitest'
+import { expect, vi } from 'vitest'
+import { AsyncRetryer } from 'retry-wasm'
 
 /** Lets queued promise reactions run (several hops deep). */
 export async function flush(rounds = 50) {
@@ -21,4 +22,21 @@ export function track(promise) {
     (e) => { t.count++; t.settled = true; t.status = 'rejected'; t.reason = e },
   )
   return t
+}
+
+/**
+ * A plain retry that fails once then succeeds (fake timers on), proving the
+ * module still works after whatever a test threw at it.
+ */
+export async function sanityRetry() {
+  const fn = vi.fn().mockRejectedValueOnce(new Error('once')).mockResolvedValueOnce('fine')
+  const onRetry = vi.fn()
+  const r = new AsyncRetryer(fn, { baseWait: 10, onRetry })
+  const t = track(r.execute('x'))
+  await advance(10)
+  expect(t.status).toBe('fulfilled')
+  expect(t.value).toBe('fine')
+  expect(fn).toHaveBeenCalledTimes(2)
+  expect(onRetry).toHaveBeenCalledTimes(1)
+  return { fn, retryer: r }
 }

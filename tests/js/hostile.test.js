@@ -27,6 +27,7 @@
 // while the assertion is kept.
 import { describe, it, expect, vi, beforeAll, afterAll, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, RetryBudget, asyncRetry, asyncRetryerOptions, parseRetryAfter } from 'retry-wasm'
+import { flush, advance, sanityRetry } from './helpers.js'
 
 const realSetImmediate = globalThis.setImmediate
 const NOW = Date.UTC(2030, 0, 1)
@@ -77,13 +78,6 @@ afterEach(() => {
   vi.useRealTimers()
 })
 
-async function flush(rounds = 20) {
-  for (let i = 0; i < rounds; i++) await Promise.resolve()
-}
-async function advance(ms) {
-  await vi.advanceTimersByTimeAsync(ms)
-  await flush()
-}
 /** Lets a deferred host report (queueMicrotask / reportError) arrive. */
 async function drainHost() {
   await flush()
@@ -818,16 +812,8 @@ describe('parseRetryAfter × every hostile value', () => {
 
 describe('after the whole matrix', () => {
   it('the module still works: fail once, then succeed', async () => {
-    const fn = vi.fn().mockRejectedValueOnce(new Error('once')).mockResolvedValueOnce('fine')
-    const onRetry = vi.fn()
-    const r = new AsyncRetryer(fn, { baseWait: 10, onRetry })
-    const t = track(r.execute('x'))
-    await advance(10)
-    expect(t.status).toBe('fulfilled')
-    expect(t.value).toBe('fine')
-    expect(fn).toHaveBeenCalledTimes(2)
+    const { fn, retryer: r } = await sanityRetry()
     expect(fn).toHaveBeenCalledWith('x')
-    expect(onRetry).toHaveBeenCalledTimes(1)
     expect(r.store.state.executionCount).toBe(1)
     expect(vi.getTimerCount()).toBe(0)
   })

@@ -4,7 +4,7 @@
 // the module must still run a normal retry.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry, asyncRetryerOptions } from 'retry-wasm'
-import { flush, advance, track } from './helpers.js'
+import { flush, advance, track, sanityRetry } from './helpers.js'
 
 beforeEach(() => {
   vi.useFakeTimers({ now: Date.UTC(2030, 0, 1) })
@@ -16,17 +16,6 @@ afterEach(async () => {
   vi.useRealTimers()
 })
 
-async function sanityRetry() {
-  const fn = vi.fn().mockRejectedValueOnce(new Error('once')).mockResolvedValueOnce('fine')
-  const onRetry = vi.fn()
-  const r = new AsyncRetryer(fn, { baseWait: 10, onRetry })
-  const t = track(r.execute('x'))
-  await advance(10)
-  expect(t.status).toBe('fulfilled')
-  expect(t.value).toBe('fine')
-  expect(fn).toHaveBeenCalledTimes(2)
-  expect(onRetry).toHaveBeenCalledTimes(1)
-}
 
 const ok = async () => 1
 
