@@ -263,7 +263,21 @@ export class AsyncRetryer {
     const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true, !this.#pumping);
     flow.gen = cells()[this.#c + C.LAST_GEN];
     this.#flow = flow;
-    this.#input(e);
+    // The common case, a lone first attempt: run it without the drain loop.
+    if (e === FX.INVOKE && !this.#pumping) {
+      this.#pumping = true;
+      try {
+        this.#invoke(flow);
+      } finally {
+        this.#pumping = false;
+      }
+      if (this.#dirty) {
+        this.#dirty = false;
+        this.#input(w.next(this.#h));
+      }
+    } else {
+      this.#input(e);
+    }
     return promise;
   };
 
@@ -420,6 +434,15 @@ export class AsyncRetryer {
         if (!isAbortError(value)) this.#lastError = value;
       }
     }
+    // The common case, a lone success: settle without the drain loop.
+    if (e === (FX.FINISH | (OUTCOME.RESULT << 4)) && pop) {
+      flow.done = true;
+      this.#older?.delete(gen);
+      flow.resolve(value);
+      flow.args = flow.result = undefined;
+      flow.ctrl = null;
+      return;
+    }
     this.#input(e);
   }
 
@@ -440,22 +463,8 @@ export class AsyncRetryer {
     const c = this.#c;
     switch (kind) {
       case FX.INVOKE: {
-        const gen = F[c + C.GEN];
-        const attempt = F[c + C.VALUE];
-        const flow = this.#flowOf(gen);
-        if (flow === null) return;
-        if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
-        let p;
-        try {
-          p = this.fn(...flow.args);
-        } catch (error) {
-          p = Promise.reject(error);
-        }
-        if (!(p instanceof Promise)) p = Promise.resolve(p);
-        p.then(
-          (v) => this.#settled(gen, attempt, true, v),
-          (err) => this.#settled(gen, attempt, false, err),
-        );
+        const flow = this.#flowOf(F[c + C.GEN]);
+        if (flow !== null) this.#invoke(flow);
         return;
       }
       case FX.START_TIMER:
@@ -520,6 +529,24 @@ export class AsyncRetryer {
         return;
       default:
     }
+  }
+
+  /** Calls the function for the attempt the engine just named. */
+  #invoke(flow) {
+    const gen = flow.gen;
+    const attempt = cells()[this.#c + C.VALUE];
+    if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
+    let p;
+    try {
+      p = this.fn(...flow.args);
+    } catch (error) {
+      p = Promise.reject(error);
+    }
+    if (!(p instanceof Promise)) p = Promise.resolve(p);
+    p.then(
+      (v) => this.#settled(gen, attempt, true, v),
+      (err) => this.#settled(gen, attempt, false, err),
+    );
   }
 
   #call(cb, gen, arg) {
