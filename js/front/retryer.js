@@ -421,9 +421,10 @@ export class AsyncRetryer {
     if (flow === null || flow.done) return;
     const before = cells()[this.#c + C.VERSION];
     const pop = !this.#pumping;
+    const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(this.#h, gen, attempt, Date.now(), pop)
-      : w.err(this.#h, gen, attempt, isAbortError(value), Date.now(), pop);
+      : w.err(this.#h, gen, attempt, cancelled, Date.now(), pop);
     if (cells()[this.#c + C.VERSION] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
@@ -431,16 +432,12 @@ export class AsyncRetryer {
         this.#lastResult = value;
       } else {
         flow.error = value;
-        if (!isAbortError(value)) this.#lastError = value;
+        if (!cancelled) this.#lastError = value;
       }
     }
     // The common case, a lone success: settle without the drain loop.
     if (e === (FX.FINISH | (OUTCOME.RESULT << 4)) && pop) {
-      flow.done = true;
-      this.#older?.delete(gen);
-      flow.resolve(value);
-      flow.args = flow.result = undefined;
-      flow.ctrl = null;
+      this.#finish(OUTCOME.RESULT, gen, 0);
       return;
     }
     this.#input(e);
