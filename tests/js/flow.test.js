@@ -3,7 +3,7 @@
 // `retry-wasm` package.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry } from 'retry-wasm'
-import { flush, advance, track } from './helpers.js'
+import { flush, advance, track, DEFAULT_STATE } from './helpers.js'
 
 // ---------------------------------------------------------------- helpers
 
@@ -52,17 +52,6 @@ function script(steps) {
     if (step && typeof step === 'object' && 'never' in step) return new Promise(() => {})
     return Promise.reject(step && typeof step === 'object' && 'err' in step ? step.err : step)
   })
-}
-
-const DEFAULT_STATE = {
-  currentAttempt: 0,
-  executionCount: 0,
-  isExecuting: false,
-  lastError: undefined,
-  lastExecutionTime: 0,
-  lastResult: undefined,
-  status: 'idle',
-  totalExecutionTime: 0,
 }
 
 // Run a retryer whose function always fails; return the delays between the

@@ -40,3 +40,15 @@ export async function sanityRetry() {
   expect(onRetry).toHaveBeenCalledTimes(1)
   return { fn, retryer: r }
 }
+
+/** `store.state` of a new retryer (SPEC §1 State). */
+export const DEFAULT_STATE = Object.freeze({
+  currentAttempt: 0,
+  executionCount: 0,
+  isExecuting: false,
+  lastError: undefined,
+  lastExecutionTime: 0,
+  lastResult: undefined,
+  status: 'idle',
+  totalExecutionTime: 0,
+})

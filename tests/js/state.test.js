@@ -2,7 +2,7 @@
 // unsubscribe, initialState and reset() (SPEC §1 "State").
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer } from 'retry-wasm'
-import { flush, advance, track } from './helpers.js'
+import { flush, advance, track, DEFAULT_STATE } from './helpers.js'
 
 const T0 = Date.UTC(2030, 5, 1)
 
@@ -24,17 +24,6 @@ const FIELDS = [
   'status',
   'totalExecutionTime',
 ]
-
-const DEFAULT_STATE = {
-  currentAttempt: 0,
-  executionCount: 0,
-  isExecuting: false,
-  lastError: undefined,
-  lastExecutionTime: 0,
-  lastResult: undefined,
-  status: 'idle',
-  totalExecutionTime: 0,
-}
 
 describe('store.state shape', () => {
   it('is a plain object with exactly the eight fields and their defaults', () => {
