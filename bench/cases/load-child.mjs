@@ -25,40 +25,16 @@
 // Hence one heap sample per process; the parent runs each library's process
 // more than once.
 
-import { peerAdapters, retryWasmAdapters } from '../lib/adapters.mjs';
-import { loadRetryWasm } from '../lib/retry-wasm.mjs';
+import { childSetup } from '../lib/child.mjs';
 import { summarize } from '../lib/stats.mjs';
 
-const args = process.argv.slice(2);
-const id = args.find((a) => !a.startsWith('--'));
-const opt = (name, dflt) => {
-  const a = args.find((x) => x.startsWith(`--${name}=`));
-  return a ? Number(a.slice(name.length + 3)) : dflt;
-};
+const { id, opt, emit, adapters } = await childSetup();
 const FLOWS = opt('flows', 10_000);
 const RUNS = opt('runs', 4);
 const POLICY = { attempts: 3, waitMs: 1, failures: 2 };
 const FAILURES = 2;
 const TRANSIENT = new Error('transient failure (bench)');
 
-function emit(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n');
-}
-
-if (typeof globalThis.gc !== 'function') {
-  emit({ id, error: 'run with --expose-gc' });
-  process.exit(1);
-}
-
-let adapters = peerAdapters();
-if (id.startsWith('retry-wasm')) {
-  const rw = await loadRetryWasm();
-  if (!rw.mod) {
-    emit({ id, error: `retry-wasm not available: ${rw.error}` });
-    process.exit(0);
-  }
-  adapters = retryWasmAdapters(rw.mod);
-}
 const adapter = adapters.find((a) => a.id === id);
 if (!adapter || !adapter.flowFactory) {
   emit({ id, error: `unknown load adapter ${id}` });

@@ -15,34 +15,13 @@
 // fewer iterations and says so (reduced: true).
 // The retry-wasm target (issue 5): each delta within 2 MB (2,097,152 B).
 
-import { peerAdapters, retryWasmAdapters } from '../lib/adapters.mjs';
-import { loadRetryWasm } from '../lib/retry-wasm.mjs';
+import { childSetup } from '../lib/child.mjs';
 
-const args = process.argv.slice(2);
-const id = args.find((a) => !a.startsWith('--'));
-const opt = (name, dflt) => {
-  const a = args.find((x) => x.startsWith(`--${name}=`));
-  return a ? Number(a.slice(name.length + 3)) : dflt;
-};
+const { id, opt, emit, adapters } = await childSetup();
 const EXECUTIONS = opt('executions', 1_000_000);
 const RETRYERS = opt('retryers', 200_000);
 const POLICY = { attempts: 3, waitMs: 0, failures: 0 };
 
-const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
-if (typeof globalThis.gc !== 'function') {
-  emit({ id, error: 'run with --expose-gc' });
-  process.exit(1);
-}
-
-let adapters = peerAdapters();
-if (id.startsWith('retry-wasm')) {
-  const rw = await loadRetryWasm();
-  if (!rw.mod) {
-    emit({ id, error: `retry-wasm not available: ${rw.error}` });
-    process.exit(0);
-  }
-  adapters = retryWasmAdapters(rw.mod);
-}
 const adapter = adapters.find((a) => a.id === id);
 if (!adapter) {
   emit({ id, error: `unknown adapter ${id}` });

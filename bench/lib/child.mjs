@@ -1,5 +1,9 @@
-// Runs `node --expose-gc <script> ...args` and parses the last stdout line as JSON.
+// Both sides of the one-library-per-process cases: the parent runs
+// `node --expose-gc <script> ...args` and parses the last stdout line as JSON;
+// the child reads its command line and loads the adapters for its library.
 import { spawn } from 'node:child_process';
+import { peerAdapters, retryWasmAdapters } from './adapters.mjs';
+import { loadRetryWasm } from './retry-wasm.mjs';
 
 export function runNodeChild(script, args, id) {
   return new Promise((resolve) => {
@@ -17,4 +21,34 @@ export function runNodeChild(script, args, id) {
       }
     });
   });
+}
+
+/**
+ * Child side: `{ id, opt, emit, adapters }` for `<script> <adapterId>
+ * [--name=N ...]`. `opt(name, default)` reads a numeric option; `emit` prints
+ * one JSON line. Exits with an error line when gc() is not exposed, and with
+ * a "not available" line when retry-wasm cannot be loaded.
+ */
+export async function childSetup() {
+  const args = process.argv.slice(2);
+  const id = args.find((a) => !a.startsWith('--'));
+  const opt = (name, dflt) => {
+    const a = args.find((x) => x.startsWith(`--${name}=`));
+    return a ? Number(a.slice(name.length + 3)) : dflt;
+  };
+  const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+  if (typeof globalThis.gc !== 'function') {
+    emit({ id, error: 'run with --expose-gc' });
+    process.exit(1);
+  }
+  let adapters = peerAdapters();
+  if (id.startsWith('retry-wasm')) {
+    const rw = await loadRetryWasm();
+    if (!rw.mod) {
+      emit({ id, error: `retry-wasm not available: ${rw.error}` });
+      process.exit(0);
+    }
+    adapters = retryWasmAdapters(rw.mod);
+  }
+  return { id, opt, emit, adapters };
 }
