@@ -10,6 +10,7 @@
 //! Every flow has a generation number; late settlements, answers and timers
 //! of an older flow or attempt are ignored.
 
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
@@ -26,7 +27,9 @@ enum Phase {
     /// The function's promise for `attempt` is pending.
     Attempt,
     /// A failed attempt waits for values from option functions.
-    Gathering(Gather),
+    /// Boxed: most flows never fail, and an idle retryer's slot stays
+    /// small (it decides the allocator class of every retryer).
+    Gathering(Box<Gather>),
     /// The retry is decided; its callbacks are queued.
     Deciding,
     /// The backoff timer runs.
@@ -390,7 +393,7 @@ impl Machine {
         self.state.has_last_error = true;
         self.touch();
         if let Some(flow) = self.flow.as_mut() {
-            flow.phase = Phase::Gathering(Gather::new());
+            flow.phase = Phase::Gathering(Box::new(Gather::new()));
         }
         self.gather(now, budgets);
     }
@@ -614,7 +617,7 @@ impl Machine {
         self.push(Step::MarkError { gen });
         if self.policy.retry_on_execution_timeout {
             if let Some(flow) = self.flow.as_mut() {
-                flow.phase = Phase::Gathering(Gather::new());
+                flow.phase = Phase::Gathering(Box::new(Gather::new()));
             }
             self.gather(now, budgets);
             return;
