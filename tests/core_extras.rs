@@ -1094,7 +1094,7 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         assert_eq!(refused(opt, raw), want, "{opt:?} = {raw:?}");
     }
     // Every callback must be a function.
-    for opt in CALLBACK_OPTS {
+    for opt in callback_opts() {
         for raw in [
             Raw::Str("f"),
             Raw::Null,

@@ -209,7 +209,7 @@ impl Spec {
                 _ => Raw::Bool(true),
             },
         );
-        for (i, opt) in CALLBACK_OPTS.iter().enumerate() {
+        for (i, opt) in callback_opts().iter().enumerate() {
             if self.callbacks & (1 << i) != 0 {
                 set(*opt, Raw::Function);
             }
@@ -561,18 +561,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
             Op::Advance { ms } => {
                 let until = h.now + f64::from(*ms);
                 if raw_timers {
-                    loop {
-                        let next =
-                            h.wheel
-                                .iter()
-                                .copied()
-                                .filter(|l| l.due <= until)
-                                .min_by(|a, b| {
-                                    a.due
-                                        .total_cmp(&b.due)
-                                        .then((a.timer as u8).cmp(&(b.timer as u8)))
-                                });
-                        let Some(next) = next else { break };
+                    while let Some(next) = h.next_due(until) {
                         if next.gen != h.m.last_gen() {
                             // A timer of a flow that is no longer the newest.
                             let mut probe = h.m.clone();

@@ -30,18 +30,14 @@ pub use retry_wasm::core::state::{State, Status};
 /// Entropy for machines without a `seed` (tests that care set one).
 pub const ENTROPY: u64 = 0x1234_5678;
 
-/// The lifecycle callback options.
-pub const CALLBACK_OPTS: [Opt; 9] = [
-    Opt::OnRetry,
-    Opt::OnError,
-    Opt::OnLastError,
-    Opt::OnSuccess,
-    Opt::OnSettled,
-    Opt::OnAbort,
-    Opt::OnExecutionTimeout,
-    Opt::OnTotalExecutionTimeout,
-    Opt::OnGiveUp,
-];
+/// The lifecycle callback options, in wire order.
+pub fn callback_opts() -> Vec<Opt> {
+    ALL_OPTS
+        .iter()
+        .copied()
+        .filter(|o| o.callback().is_some())
+        .collect()
+}
 
 /// A validated policy from option values, as `new AsyncRetryer(fn, opts)`
 /// would stage them: each `set`, then the cross-option `finish`.
@@ -61,7 +57,10 @@ pub fn policy(opts: &[(Opt, Raw<'_>)]) -> Policy {
 
 /// A policy with every lifecycle callback set, plus `opts`.
 pub fn policy_all_cbs(opts: &[(Opt, Raw<'_>)]) -> Policy {
-    let mut all: Vec<(Opt, Raw<'_>)> = CALLBACK_OPTS.iter().map(|&o| (o, Raw::Function)).collect();
+    let mut all: Vec<(Opt, Raw<'_>)> = callback_opts()
+        .into_iter()
+        .map(|o| (o, Raw::Function))
+        .collect();
     all.extend_from_slice(opts);
     policy(&all)
 }
@@ -400,7 +399,7 @@ impl Host {
     }
 
     /// The earliest live timer due at or before `until`.
-    fn next_due(&self, until: f64) -> Option<Live> {
+    pub fn next_due(&self, until: f64) -> Option<Live> {
         self.wheel
             .iter()
             .copied()
