@@ -43,22 +43,22 @@ export function dynamicError(opt, value) {
   return new RangeError(`retry-wasm: the function given as '${name}' returned an invalid value: ${show(value)}`);
 }
 
+/** A DOMException named `name` (an Error with that name where there is none). */
+function domError(message, name) {
+  if (typeof DOMException === 'function') return new DOMException(message, name);
+  const e = new Error(message);
+  e.name = name;
+  return e;
+}
+
 /** The TimeoutError an attempt's signal aborts with. */
 export function timeoutError(ms) {
-  const message = `retry-wasm: attempt exceeded maxExecutionTime (${ms} ms)`;
-  if (typeof DOMException === 'function') return new DOMException(message, 'TimeoutError');
-  const e = new Error(message);
-  e.name = 'TimeoutError';
-  return e;
+  return domError(`retry-wasm: attempt exceeded maxExecutionTime (${ms} ms)`, 'TimeoutError');
 }
 
 /** The reason an attempt's signal aborts with on abort, new execution or total timeout. */
 export function abortError(reason) {
-  const message = `retry-wasm: aborted (${reason})`;
-  if (typeof DOMException === 'function') return new DOMException(message, 'AbortError');
-  const e = new Error(message);
-  e.name = 'AbortError';
-  return e;
+  return domError(`retry-wasm: aborted (${reason})`, 'AbortError');
 }
 
 /** Reports an error no promise can carry (a throwing store listener). */
