@@ -262,40 +262,39 @@ impl Machine {
     /// The next effect to carry out, if any.
     pub fn next_effect(&mut self) -> Option<Effect> {
         while let Some(step) = self.queue.pop_front() {
-            match step {
-                Step::Out(effect) => {
-                    if let Effect::StartTimer { gen, timer, .. } = effect {
-                        self.set_armed(timer, Some(gen));
-                    }
-                    return Some(effect);
+            if let Step::Out(effect) = step {
+                if let Effect::StartTimer { gen, timer, .. } = effect {
+                    self.set_armed(timer, Some(gen));
                 }
+                return Some(effect);
+            }
+            // A step the machine takes itself: what it queues goes before
+            // everything that was queued after it.
+            self.expanding = true;
+            match step {
                 Step::Continue {
                     gen,
                     attempt,
                     delay,
                     decided_at,
-                } => {
-                    self.expanding = true;
-                    self.continue_after_callbacks(gen, attempt, delay, decided_at);
-                    self.flush_front();
-                }
+                } => self.continue_after_callbacks(gen, attempt, delay, decided_at),
+                // Only while no newer flow started (the active flow, if any,
+                // is always the last one started).
                 Step::Finalize { gen } => {
                     if gen == self.last_started && self.flow.is_none() && self.state.is_executing {
                         self.state.is_executing = false;
-                        self.expanding = true;
                         self.touch();
-                        self.flush_front();
                     }
                 }
                 Step::MarkError { gen } => {
-                    if self.flow.as_ref().map(|f| f.gen) == Some(gen) || gen == self.last_started {
+                    if gen == self.last_started {
                         self.state.has_last_error = true;
-                        self.expanding = true;
                         self.touch();
-                        self.flush_front();
                     }
                 }
+                Step::Out(_) => {}
             }
+            self.flush_front();
         }
         None
     }
