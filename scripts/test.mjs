@@ -179,7 +179,29 @@ function parseArgs(argv) {
   return STAGES.filter((s) => names.includes(s.name));
 }
 
+/**
+ * A fresh clone has no node_modules: `npm test` must work there on its own
+ * (the README promises two commands and nothing else), so install the locked
+ * dev dependencies first when they are missing or older than the lock file.
+ */
+function ensureDependencies() {
+  const stamp = path.join(ROOT, 'node_modules', '.package-lock.json');
+  const lock = path.join(ROOT, 'package-lock.json');
+  const fresh = fs.existsSync(stamp) && (!fs.existsSync(lock) || fs.statSync(stamp).mtimeMs >= fs.statSync(lock).mtimeMs);
+  if (fresh) return;
+  console.log('\n[deps] installing the npm dev dependencies (node_modules is missing or out of date)');
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  sh(npm, [fs.existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund']);
+}
+
 const selected = parseArgs(process.argv.slice(2));
+try {
+  ensureDependencies();
+} catch (e) {
+  console.error(`[deps] ${e.message}`);
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
 const results = [];
 const bar = '═'.repeat(78);
 let stopped = false;
