@@ -13,7 +13,7 @@
 // (level 9) and brotli (quality 11) with node:zlib. retry-wasm's JS embeds
 // its wasm as base64, so its bundle is the whole download; it is broken down
 // into the JS glue, the base64 text and the decoded wasm binary, and the
-// .wasm file (pkg/retry_wasm_bg.wasm) is reported separately for reference.
+// .wasm file (pkg/retry_wasm.wasm) is reported separately for reference.
 // If the bundle does NOT embed a wasm (no base64 string starting with the
 // wasm magic, "AGFzbQ"), the .wasm file is added to the total instead.
 //
@@ -34,7 +34,7 @@ export const SIZE_GOAL_GZIP = 16 * 1024;
 // RETRY_WASM_WASM_FILE overrides the path (only for exercising the harness).
 export const WASM_PATH = process.env.RETRY_WASM_WASM_FILE
   ? path.resolve(process.env.RETRY_WASM_WASM_FILE)
-  : path.join(REPO_ROOT, 'pkg', 'retry_wasm_bg.wasm');
+  : path.join(REPO_ROOT, 'pkg', 'retry_wasm.wasm');
 
 const PEERS = [
   { id: 'cockatiel', entry: "export { retry, handleAll, ExponentialBackoff } from 'cockatiel';" },
@@ -192,11 +192,11 @@ export function formatSizes(s) {
     if (rw.glue) rows.push(['  JS glue alone (bundle minus base64)', fmtBytes(rw.glue.raw), fmtBytes(rw.glue.gzip), fmtBytes(rw.glue.brotli)]);
     if (rw.embedded) rows.push(['  base64 wasm text alone', fmtBytes(rw.embedded.raw), fmtBytes(rw.embedded.gzip), fmtBytes(rw.embedded.brotli)]);
     if (rw.embeddedWasm) rows.push(['  embedded wasm, as binary', fmtBytes(rw.embeddedWasm.raw), fmtBytes(rw.embeddedWasm.gzip), fmtBytes(rw.embeddedWasm.brotli)]);
-    if (rw.wasm) rows.push([rw.wasmEmbedded ? 'pkg/retry_wasm_bg.wasm (repo build, reference)' : 'pkg/retry_wasm_bg.wasm (fetched separately)', fmtBytes(rw.wasm.raw), fmtBytes(rw.wasm.gzip), fmtBytes(rw.wasm.brotli)]);
+    if (rw.wasm) rows.push([rw.wasmEmbedded ? 'pkg/retry_wasm.wasm (repo build, reference)' : 'pkg/retry_wasm.wasm (fetched separately)', fmtBytes(rw.wasm.raw), fmtBytes(rw.wasm.gzip), fmtBytes(rw.wasm.brotli)]);
     if (rw.total.raw !== rw.js.raw) rows.push(['retry-wasm total (JS + wasm)', fmtBytes(rw.total.raw), fmtBytes(rw.total.gzip), fmtBytes(rw.total.brotli)]);
   } else {
     rows.push(['retry-wasm (not available)', '—', '—', '—']);
-    if (rw?.wasm) rows.push(['pkg/retry_wasm_bg.wasm alone', fmtBytes(rw.wasm.raw), fmtBytes(rw.wasm.gzip), fmtBytes(rw.wasm.brotli)]);
+    if (rw?.wasm) rows.push(['pkg/retry_wasm.wasm alone', fmtBytes(rw.wasm.raw), fmtBytes(rw.wasm.gzip), fmtBytes(rw.wasm.brotli)]);
   }
   for (const p of Object.values(s.peers)) {
     if (p.error) rows.push([`${p.label} (error: ${p.error})`, '—', '—', '—']);

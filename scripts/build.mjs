@@ -1,16 +1,16 @@
 #!/usr/bin/env node
-// Builds the package's generated half: Rust -> wasm32 -> wasm-bindgen glue ->
-// wasm-opt -> pkg/wasm-bytes.js (the module embedded as base64, so every
-// runtime and bundler loads it with no file lookup and no init call).
+// Builds the package's generated half: Rust -> wasm32 -> wasm-opt ->
+// pkg/wasm-bytes.js (the module embedded as base64, so every runtime and
+// bundler loads it with no file lookup and no init call). The module's
+// exports are plain C-ABI functions, so there is no generated JS glue.
 //
 //   node scripts/build.mjs             always build
 //   node scripts/build.mjs --if-needed skip when sources are unchanged
 //
-// It installs what a fresh machine lacks: the wasm32 target (rustup) and
-// wasm-bindgen-cli at exactly the version Cargo.toml pins.
+// It installs what a fresh machine lacks: the wasm32 target (rustup).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { deflateRawSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +51,6 @@ function sourceHash() {
     ...sourceFiles(join(root, 'src')).sort(),
     join(root, 'Cargo.toml'),
     join(root, 'Cargo.lock'),
-    join(root, '.cargo/config.toml'),
     fileURLToPath(import.meta.url),
   ];
   for (const f of files) {
@@ -62,24 +61,10 @@ function sourceHash() {
   return h.digest('hex');
 }
 
-function pinnedBindgen() {
-  const toml = readFileSync(join(root, 'Cargo.toml'), 'utf8');
-  const m = toml.match(/wasm-bindgen\s*=\s*\{[^}]*version\s*=\s*"=([0-9.]+)"/);
-  if (!m) throw new Error('Cargo.toml must pin wasm-bindgen with "=X.Y.Z"');
-  return m[1];
-}
-
 function ensureToolchain() {
   if (!output('rustup', ['target', 'list', '--installed']).split('\n').includes('wasm32-unknown-unknown')) {
     console.log('[build] adding the wasm32-unknown-unknown target');
     run('rustup', ['target', 'add', 'wasm32-unknown-unknown']);
-  }
-  const want = pinnedBindgen();
-  const have = output('wasm-bindgen', ['--version']).trim().split(' ')[1];
-  if (have !== want) {
-    console.log(`[build] installing wasm-bindgen-cli ${want} (found ${have || 'none'}); this takes a few minutes once`);
-    // Not --locked: the CLI's lock file names a crate version the registry mirror lacks.
-    run('cargo', ['install', 'wasm-bindgen-cli', '--version', want]);
   }
 }
 
@@ -97,7 +82,7 @@ function toBase64Module(bytes) {
 
 export function build({ ifNeeded = false } = {}) {
   const hash = sourceHash();
-  const outputs = ['retry_wasm.js', 'wasm-bytes.js'].map((f) => join(pkg, f));
+  const outputs = ['retry_wasm.wasm', 'wasm-bytes.js'].map((f) => join(pkg, f));
   if (ifNeeded && outputs.every(existsSync) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) {
     console.log('[build] up to date');
     return;
@@ -105,26 +90,19 @@ export function build({ ifNeeded = false } = {}) {
   ensureToolchain();
   run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib']);
   mkdirSync(pkg, { recursive: true });
-  run('wasm-bindgen', [
-    wasmOut,
-    '--out-dir', pkg,
-    '--target', 'web',
-    '--no-typescript',
-    // The front end passes the bytes itself; without this flag the glue would
-    // reference a .wasm URL that bundlers then try to resolve.
-    '--omit-default-module-path',
-  ]);
-  const bg = join(pkg, 'retry_wasm_bg.wasm');
+  for (const stale of ['retry_wasm.js', 'retry_wasm_bg.wasm']) rmSync(join(pkg, stale), { force: true });
+  const bg = join(pkg, 'retry_wasm.wasm');
   const opt = join(root, 'node_modules/.bin/wasm-opt');
   if (existsSync(opt)) {
-    run(opt, [bg, '-Oz', '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
+    run(opt, [wasmOut, '-Oz', '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
   } else {
     console.warn('[build] node_modules/.bin/wasm-opt missing (run npm install); shipping unoptimised wasm');
+    copyFileSync(wasmOut, bg);
   }
   const bytes = readFileSync(bg);
   writeFileSync(join(pkg, 'wasm-bytes.js'), toBase64Module(bytes));
   writeFileSync(stampFile, hash);
-  console.log(`[build] pkg/retry_wasm_bg.wasm: ${bytes.length} bytes`);
+  console.log(`[build] pkg/retry_wasm.wasm: ${bytes.length} bytes`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -6,7 +6,7 @@
 //   /                      www/index.html (its import map maps `retry-wasm`)
 //   /<file>                files of www/
 //   /retry-wasm/js/...     the package's js/ folder  (entry: /retry-wasm/js/index.js)
-//   /retry-wasm/pkg/...    the package's pkg/ folder (wasm-bindgen output)
+//   /retry-wasm/pkg/...    the package's pkg/ folder (the built wasm)
 //
 // Nothing outside those folders is reachable. Tests import `startServer`.
 

@@ -1,6 +1,7 @@
 // Loads the embedded wasm engine once per module (top-level await: no init
-// call for users, no file to locate for runtimes or bundlers).
-import init, * as engine from '../../pkg/retry_wasm.js';
+// call for users, no file to locate for runtimes or bundlers). The module
+// imports nothing and exports plain functions over numbers, so there is no
+// generated glue: the front calls the exports directly.
 import base64 from '../../pkg/wasm-bytes.js';
 
 /** base64 -> bytes -> inflated wasm (the build deflates it). */
@@ -12,7 +13,8 @@ async function decode(text) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-const exports = await init({ module_or_path: await decode(base64) });
+const { instance } = await WebAssembly.instantiate(await decode(base64), {});
+const exports = instance.exports;
 const memory = exports.memory;
 let view = new Float64Array(memory.buffer);
 
@@ -25,4 +27,21 @@ export function cells() {
   return view;
 }
 
-export { engine };
+// Every retryer's jitter generator is seeded from these 64 bits.
+const seed = crypto.getRandomValues(new Uint32Array(2));
+exports.seed(seed[0], seed[1]);
+
+const encoder = new TextEncoder();
+
+/**
+ * The engine's exports, plus `opt_str(id, text)`: the text goes through the
+ * engine's small string buffer, cut to its size (no option takes a name
+ * that long, so a cut string is still refused).
+ */
+export const engine = {
+  ...exports,
+  opt_str(id, text) {
+    const buffer = new Uint8Array(memory.buffer, exports.scratch_ptr(), exports.scratch_len());
+    return exports.opt_str(id, encoder.encodeInto(text, buffer).written);
+  },
+};

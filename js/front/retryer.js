@@ -299,7 +299,7 @@ export class AsyncRetryer {
 
   /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
   abort = () => {
-    this.#input(w.abort(this.#h, false, !this.#pumping));
+    this.#input(w.cancel(this.#h, false, !this.#pumping));
   };
 
   /** Restores the default state; an active flow goes on. */
@@ -500,7 +500,7 @@ export class AsyncRetryer {
       case FX.LISTEN: {
         const signal = this.options.signal;
         if (signal != null) {
-          this.#onSignal ??= () => this.#input(w.abort(this.#h, true, !this.#pumping));
+          this.#onSignal ??= () => this.#input(w.cancel(this.#h, true, !this.#pumping));
           signal.addEventListener('abort', this.#onSignal);
           this.#listened = signal;
         }

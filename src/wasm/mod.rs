@@ -1,9 +1,12 @@
 //! The only code that touches JavaScript: number-in, number-out exports over
 //! a slab of machines and budgets.
 //!
-//! Nothing here calls into JavaScript (apart from getrandom seeding the
-//! module once), so no borrow is ever held while user code runs and a
-//! re-entrant call from a callback cannot hit a borrowed cell. Each machine
+//! The exports are plain C-ABI functions over `i32`/`f64` (booleans as 0/1),
+//! with no wasm-bindgen glue: the module imports nothing, so JavaScript
+//! instantiates it with an empty import object and calls the exports
+//! directly. Nothing here calls into JavaScript, so no borrow is ever held
+//! while user code runs and a re-entrant call from a callback cannot hit a
+//! borrowed cell. Each machine
 //! mirrors its state into a small `f64` array the front end reads straight
 //! from linear memory, so reading `store.state` costs no boundary crossing.
 //! Every export answers bad handles and impossible states with a neutral
@@ -25,8 +28,6 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
     core::arch::wasm32::unreachable()
 }
 
-use wasm_bindgen::prelude::*;
-
 use crate::core::effect::{AbortReason, TIMERS};
 use crate::core::options::{Opt, Raw};
 use codec::{option_error, raw, CELL_COUNT};
@@ -34,22 +35,49 @@ use world::{with_world, Slot};
 
 /// Starts staging options on a copy of retryer `h`'s policy (`h` = 0: the
 /// defaults), for a constructor or `setOptions` call.
-#[wasm_bindgen]
-pub fn stage(h: u32) {
+#[no_mangle]
+pub extern "C" fn stage(h: u32) {
     with_world((), |w| w.stage(h));
 }
 
 /// Stages one option value (`tag`/`num` classify it, see `codec::raw`).
 /// Returns 0, or an encoded `TypeError`/`RangeError`.
-#[wasm_bindgen]
-pub fn opt(id: u32, tag: u32, num: f64) -> u32 {
+#[no_mangle]
+pub extern "C" fn opt(id: u32, tag: u32, num: f64) -> u32 {
     stage_value(id, raw(tag, num, None))
 }
 
 /// Stages a string option value.
-#[wasm_bindgen]
-pub fn opt_str(id: u32, s: &str) -> u32 {
-    stage_value(id, Raw::Str(s))
+#[no_mangle]
+pub extern "C" fn opt_str(id: u32, len: u32) -> u32 {
+    // The front end wrote at most `SCRATCH` bytes of UTF-8: a longer string
+    // arrives cut short, and is still longer than every name an option takes.
+    let bytes = world::scratch();
+    let text = bytes
+        .get(..len as usize)
+        .and_then(|b| core::str::from_utf8(b).ok())
+        .unwrap_or("\u{fffd}");
+    stage_value(id, Raw::Str(text))
+}
+
+/// Byte offset of the buffer string option values are written to, and its
+/// size: `scratch_ptr()` and `scratch_len()`.
+#[no_mangle]
+pub extern "C" fn scratch_ptr() -> u32 {
+    world::scratch().as_ptr() as u32
+}
+
+/// Size in bytes of the string buffer (see `scratch_ptr`).
+#[no_mangle]
+pub extern "C" fn scratch_len() -> u32 {
+    world::SCRATCH as u32
+}
+
+/// Seeds the generator every retryer's jitter seed is drawn from; the front
+/// end calls it once, with 64 bits from `crypto.getRandomValues`.
+#[no_mangle]
+pub extern "C" fn seed(hi: u32, lo: u32) {
+    with_world((), |w| w.seed((u64::from(hi) << 32) | u64::from(lo)));
 }
 
 fn stage_value(id: u32, value: Raw<'_>) -> u32 {
@@ -60,8 +88,8 @@ fn stage_value(id: u32, value: Raw<'_>) -> u32 {
 }
 
 /// Stages entry `i` of `intervals`.
-#[wasm_bindgen]
-pub fn interval(i: u32, tag: u32, num: f64) -> u32 {
+#[no_mangle]
+pub extern "C" fn interval(i: u32, tag: u32, num: f64) -> u32 {
     with_world(0, |w| match w.staging.as_mut() {
         Some(p) => p
             .push_interval(i, raw(tag, num, None))
@@ -72,8 +100,8 @@ pub fn interval(i: u32, tag: u32, num: f64) -> u32 {
 }
 
 /// Stages one persistable field of `initialState`.
-#[wasm_bindgen]
-pub fn initial(field: u32, tag: u32, num: f64) -> u32 {
+#[no_mangle]
+pub extern "C" fn initial(field: u32, tag: u32, num: f64) -> u32 {
     with_world(0, |w| match w.staging.as_mut() {
         Some(p) => p
             .set_initial(field, raw(tag, num, None))
@@ -86,61 +114,62 @@ pub fn initial(field: u32, tag: u32, num: f64) -> u32 {
 /// Checks the staged options as a whole and, when they pass, applies them:
 /// to retryer `h`, or (`h` = 0) to a new retryer. Returns the handle (or `h`)
 /// in the low bits with 0 in bit 31, or an encoded error with bit 31 set.
-#[wasm_bindgen]
-pub fn commit(h: u32) -> u32 {
+#[no_mangle]
+pub extern "C" fn commit(h: u32) -> u32 {
     with_world(codec::COMMIT_FAILED, |w| w.commit(h))
 }
 
 /// Drops the staged options (a failed constructor or `setOptions`).
-#[wasm_bindgen]
-pub fn unstage() {
+#[no_mangle]
+pub extern "C" fn unstage() {
     with_world((), |w| w.staging = None);
 }
 
 /// Frees retryer `h`.
-#[wasm_bindgen]
-pub fn destroy(h: u32) {
+#[no_mangle]
+pub extern "C" fn destroy(h: u32) {
     with_world((), |w| w.destroy(h));
 }
 
 /// Byte offset of retryer `h`'s state cells in linear memory.
-#[wasm_bindgen]
-pub fn cells(h: u32) -> u32 {
+#[no_mangle]
+pub extern "C" fn cells(h: u32) -> u32 {
     with_world(0, |w| w.slot(h).map_or(0, |s| s.cells.as_ptr() as u32))
 }
 
 /// How many `f64` state cells each retryer has.
-#[wasm_bindgen]
-pub fn cell_count() -> u32 {
+#[no_mangle]
+pub extern "C" fn cell_count() -> u32 {
     CELL_COUNT as u32
 }
 
 /// `execute()`. With `pop`, returns the first effect; else whether any is
 /// queued (the caller is already draining).
-#[wasm_bindgen]
-pub fn execute(h: u32, now: f64, outside_aborted: bool, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn execute(h: u32, now: f64, outside_aborted: u32, pop: u32) -> u32 {
     input(h, pop, |s, _| {
-        s.machine.execute(now, outside_aborted);
+        s.machine.execute(now, outside_aborted != 0);
     })
 }
 
 /// Attempt `attempt` of flow `gen` fulfilled.
-#[wasm_bindgen]
-pub fn ok(h: u32, gen: u32, attempt: u32, now: f64, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn ok(h: u32, gen: u32, attempt: u32, now: f64, pop: u32) -> u32 {
     input(h, pop, |s, b| s.machine.attempt_ok(gen, attempt, now, b))
 }
 
 /// Attempt `attempt` of flow `gen` rejected or threw.
-#[wasm_bindgen]
-pub fn err(h: u32, gen: u32, attempt: u32, abort_error: bool, now: f64, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn err(h: u32, gen: u32, attempt: u32, abort_error: u32, now: f64, pop: u32) -> u32 {
     input(h, pop, |s, b| {
-        s.machine.attempt_err(gen, attempt, abort_error, now, b)
+        s.machine
+            .attempt_err(gen, attempt, abort_error != 0, now, b)
     })
 }
 
 /// Timer `t` (0 wait, 1 attempt deadline, 2 total deadline) fired.
-#[wasm_bindgen]
-pub fn timer(h: u32, t: u32, now: f64, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn timer(h: u32, t: u32, now: f64, pop: u32) -> u32 {
     match TIMERS.get(t as usize) {
         Some(&which) => input(h, pop, |s, b| s.machine.timer_fired(which, now, b)),
         None => 0,
@@ -148,9 +177,9 @@ pub fn timer(h: u32, t: u32, now: f64, pop: bool) -> u32 {
 }
 
 /// `abort()` (`by_signal` false) or the outside signal fired (true).
-#[wasm_bindgen]
-pub fn abort(h: u32, by_signal: bool, pop: bool) -> u32 {
-    let reason = if by_signal {
+#[no_mangle]
+pub extern "C" fn cancel(h: u32, by_signal: u32, pop: u32) -> u32 {
+    let reason = if by_signal != 0 {
         AbortReason::Signal
     } else {
         AbortReason::Manual
@@ -159,28 +188,28 @@ pub fn abort(h: u32, by_signal: bool, pop: bool) -> u32 {
 }
 
 /// The answer of an option function for flow `gen`.
-#[wasm_bindgen]
-pub fn provide(h: u32, gen: u32, tag: u32, num: f64, now: f64, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn provide(h: u32, gen: u32, tag: u32, num: f64, now: f64, pop: u32) -> u32 {
     input(h, pop, |s, b| {
         s.machine.provide(gen, codec::provided(tag, num), now, b)
     })
 }
 
 /// A callback of flow `gen` threw.
-#[wasm_bindgen]
-pub fn threw(h: u32, gen: u32, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn threw(h: u32, gen: u32, pop: u32) -> u32 {
     input(h, pop, |s, _| s.machine.callback_threw(gen))
 }
 
 /// `reset()`.
-#[wasm_bindgen]
-pub fn reset(h: u32, pop: bool) -> u32 {
+#[no_mangle]
+pub extern "C" fn reset(h: u32, pop: u32) -> u32 {
     input(h, pop, |s, _| s.machine.reset())
 }
 
 /// Pops the next effect (0 when none).
-#[wasm_bindgen]
-pub fn next(h: u32) -> u32 {
+#[no_mangle]
+pub extern "C" fn next(h: u32) -> u32 {
     with_world(0, |w| match w.slot_mut(h) {
         Some(s) => s.pop(),
         None => 0,
@@ -188,57 +217,57 @@ pub fn next(h: u32) -> u32 {
 }
 
 /// Whether retryer `h` has state subscribers.
-#[wasm_bindgen]
-pub fn listeners(h: u32, any: bool) {
+#[no_mangle]
+pub extern "C" fn listeners(h: u32, any: u32) {
     with_world((), |w| {
         if let Some(s) = w.slot_mut(h) {
-            s.machine.set_listeners(any);
+            s.machine.set_listeners(any != 0);
         }
     });
 }
 
 /// What a dynamic `enabled` returned outside a flow.
-#[wasm_bindgen]
-pub fn hint(h: u32, enabled: bool) {
-    let _ = input(h, false, |s, _| s.machine.set_enabled_hint(enabled));
+#[no_mangle]
+pub extern "C" fn hint(h: u32, enabled: u32) {
+    let _ = input(h, 0, |s, _| s.machine.set_enabled_hint(enabled != 0));
 }
 
 /// Creates a retry budget. Returns its id (>= 0), or a negative code: -1/-2
 /// `maxTokens` of the wrong type/range, -3/-4 the same for `tokenRatio`.
-#[wasm_bindgen]
-pub fn budget_new(max_tag: u32, max_tokens: f64, ratio_tag: u32, ratio: f64) -> f64 {
+#[no_mangle]
+pub extern "C" fn budget_new(max_tag: u32, max_tokens: f64, ratio_tag: u32, ratio: f64) -> f64 {
     with_world(-1.0, |w| {
         w.budget_new(max_tag, max_tokens, ratio_tag, ratio)
     })
 }
 
 /// Tokens left in budget `id` (NaN for an unknown id).
-#[wasm_bindgen]
-pub fn budget_tokens(id: u32) -> f64 {
+#[no_mangle]
+pub extern "C" fn budget_tokens(id: u32) -> f64 {
     with_world(f64::NAN, |w| w.budgets.tokens(id))
 }
 
 /// Frees budget `id`.
-#[wasm_bindgen]
-pub fn budget_free(id: u32) {
+#[no_mangle]
+pub extern "C" fn budget_free(id: u32) {
     with_world((), |w| w.budgets.free(id));
 }
 
 /// Numeric defaults by option wire id, so the front end shows the ones the
 /// core uses (NaN for options without a numeric default).
-#[wasm_bindgen]
-pub fn default_of(id: u32) -> f64 {
+#[no_mangle]
+pub extern "C" fn default_of(id: u32) -> f64 {
     codec::default_of(id)
 }
 
-fn input(h: u32, pop: bool, f: impl FnOnce(&mut Slot, &mut world::BudgetSlab)) -> u32 {
+fn input(h: u32, pop: u32, f: impl FnOnce(&mut Slot, &mut world::BudgetSlab)) -> u32 {
     with_world(0, |w| {
         let (slot, budgets) = w.split(h);
         let Some(slot) = slot else {
             return 0;
         };
         f(slot, budgets);
-        if pop {
+        if pop != 0 {
             slot.pop()
         } else {
             slot.refresh();

@@ -22,6 +22,24 @@ unsafe impl Sync for Global {}
 
 static WORLD: Global = Global(RefCell::new(None));
 
+/// Size of the buffer string option values are passed through.
+pub const SCRATCH: usize = 64;
+
+struct Scratch(core::cell::UnsafeCell<[u8; SCRATCH]>);
+
+// SAFETY: one thread (see `Global`).
+unsafe impl Sync for Scratch {}
+
+static SCRATCH_BYTES: Scratch = Scratch(core::cell::UnsafeCell::new([0; SCRATCH]));
+
+/// The string buffer. JavaScript writes it only between calls, and the one
+/// reader (`opt_str`) copies nothing out of it past its own call.
+pub fn scratch() -> &'static [u8; SCRATCH] {
+    // SAFETY: single-threaded, and no Rust code writes the buffer, so no
+    // `&mut` to it ever exists.
+    unsafe { &*SCRATCH_BYTES.0.get() }
+}
+
 /// Runs `f` on the world, or returns `fallback` if the world is borrowed
 /// (which only a bug could cause; better a no-op than a trap).
 pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
@@ -117,13 +135,9 @@ pub struct World {
 
 impl World {
     fn new() -> World {
-        // One call to the host's randomness per module; every retryer's
-        // jitter generator is then seeded from this one.
-        let mut bytes = [0u8; 8];
-        let seed = match getrandom::fill(&mut bytes) {
-            Ok(()) => u64::from_le_bytes(bytes),
-            Err(_) => 0x2545_F491_4F6C_DD1D,
-        };
+        // Replaced by `seed` with the host's randomness as the module loads;
+        // every retryer's jitter generator is then seeded from this one.
+        let seed = 0x2545_F491_4F6C_DD1D;
         World {
             machines: Vec::new(),
             free: Vec::new(),
@@ -131,6 +145,11 @@ impl World {
             staging: None,
             seeder: Rng::new(seed),
         }
+    }
+
+    /// Reseeds the generator new retryers draw their jitter seeds from.
+    pub fn seed(&mut self, seed: u64) {
+        self.seeder = Rng::new(seed);
     }
 
     /// Handles are index + 1, so 0 is never a valid handle.

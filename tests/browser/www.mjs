@@ -80,7 +80,7 @@ try {
     ['/retry-wasm/package.json', '/retry-wasm/js/../package.json', '/retry-wasm/%2e%2e/package.json', '/retry-wasm/src/lib.rs', '/serve.mjs', '/..%2fpackage.json'].map((p) => get(p).then((r) => r.status)),
   );
   check('server: nothing outside www/, js/ and pkg/ is served', escapes.every((st) => st === 404), escapes.join(','));
-  const wasm = await get('/retry-wasm/pkg/retry_wasm_bg.wasm');
+  const wasm = await get('/retry-wasm/pkg/retry_wasm.wasm');
   if (wasm.status !== 404) check('server: .wasm served as application/wasm', wasm.headers.get('content-type') === 'application/wasm', wasm.headers.get('content-type'));
 
   // --- the page in chromium
