@@ -136,6 +136,23 @@ struct PendingStart {
     outside_aborted: bool,
 }
 
+/// Everything an idle machine needs later, besides its policy: the host can
+/// drop an idle machine and build one that behaves identically with
+/// [`Machine::unpark`], so idle retryers need not hold engine memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Parked {
+    /// The observable state (not executing, no attempt).
+    pub state: State,
+    /// The newest flow's generation; new flows continue from it.
+    pub last_gen: u32,
+    /// The jitter generator's state, so a `seed`ed sequence continues.
+    pub rng: u64,
+    /// Whether anyone subscribed to state changes.
+    pub listeners: bool,
+    /// What is known of `enabled` (for `status`).
+    pub enabled_hint: bool,
+}
+
 /// The retry state machine of one retryer.
 #[derive(Clone, Debug)]
 pub struct Machine {
@@ -189,6 +206,38 @@ impl Machine {
             listeners: false,
             enabled_hint,
         }
+    }
+
+    /// What to keep to rebuild this machine later, when it is idle: no flow
+    /// (or pending start), nothing queued, no timer armed. `None` otherwise.
+    pub fn park(&self) -> Option<Parked> {
+        let idle = self.flow.is_none()
+            && self.pending_start.is_none()
+            && self.queue.is_empty()
+            && self.front.is_empty()
+            && self.armed.iter().all(Option::is_none)
+            && !self.state.is_executing;
+        idle.then(|| Parked {
+            state: self.state.clone(),
+            last_gen: self.last_gen,
+            rng: self.rng.state(),
+            listeners: self.listeners,
+            enabled_hint: self.enabled_hint,
+        })
+    }
+
+    /// A machine with `policy` that goes on exactly where the machine
+    /// `parked` came from left off (`policy` being the one it had; its
+    /// `initialState` and `seed` were applied then and are not applied again).
+    pub fn unpark(policy: Policy, parked: &Parked) -> Machine {
+        let mut m = Machine::new(policy, parked.rng);
+        m.state = parked.state.clone();
+        m.last_gen = parked.last_gen;
+        m.last_started = parked.last_gen;
+        m.rng = Rng::new(parked.rng);
+        m.listeners = parked.listeners;
+        m.enabled_hint = parked.enabled_hint;
+        m
     }
 
     /// The current policy.
