@@ -520,11 +520,12 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool, park_id
             // What the front end does with idle retryers when many are
             // alive: drop the machine, keep `Parked`, rebuild it later.
             if let Some(parked) = h.m.park() {
-                h.m = Machine::unpark(h.m.policy().clone(), &parked);
+                h.m = Machine::new(h.m.policy().clone(), 0);
+                h.m.resume(&parked);
                 assert_eq!(
                     h.m.park(),
                     Some(parked),
-                    "unpark(park()) is not the same machine"
+                    "resume(park()) is not the same machine"
                 );
             }
         }
@@ -774,7 +775,7 @@ proptest! {
     #![proptest_config(config(CHAOS_CASES))]
 
     /// A machine parked whenever it is idle and rebuilt from what it kept
-    /// (`Machine::park` / `Machine::unpark`) pops exactly the effects, and
+    /// (`Machine::park` / `Machine::resume`) pops exactly the effects, and
     /// ends in exactly the state, of one that never was: same jitter
     /// sequence, same generations, same counters.
     #[test]

@@ -1,6 +1,8 @@
 // Turning the engine's error codes into TypeError / RangeError messages that
 // name the option and the value.
-import { EXPECTS, INITIAL_FIELDS, OPTION_NAMES, OPT } from './wire.js';
+import {
+  EXPECTS, INITIAL_FIELDS, OPTION_NAMES, OPT_INITIAL_STATE, OPT_INTERVALS,
+} from './wire.js';
 import { show } from './values.js';
 
 /** Decodes `1 | kind << 1 | opt << 2 | expect << 8 | index << 14`. */
@@ -23,10 +25,10 @@ export function optionError(code, name, value) {
   try {
     // Name the entry; a hostile array or object (a revoked Proxy) may
     // throw here, and then the option alone is named.
-    if (opt === OPT.INTERVALS && Array.isArray(value)) {
+    if (opt === OPT_INTERVALS && Array.isArray(value)) {
       shown = value[index];
       label = `intervals[${index}]`;
-    } else if (opt === OPT.INITIAL_STATE && value !== null && typeof value === 'object' && index < INITIAL_FIELDS.length) {
+    } else if (opt === OPT_INITIAL_STATE && value !== null && typeof value === 'object' && index < INITIAL_FIELDS.length) {
       shown = value[INITIAL_FIELDS[index]];
       label = `initialState.${INITIAL_FIELDS[index]}`;
     }

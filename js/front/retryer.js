@@ -5,25 +5,105 @@ import { cells, engine as w } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
-  ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB, CELL as C, EVAL, FX, GIVE_UP_REASONS,
-  INITIAL_FIELDS, MORE, OPT, OPTION_IDS, OPTION_NAMES, OUTCOME, STATUSES, TAG,
+  ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB_ABORT, CB_ERROR, CB_EXECUTION_TIMEOUT, CB_GIVE_UP,
+  CB_LAST_ERROR, CB_RETRY, CB_SETTLED, CB_SUCCESS, CB_TOTAL_EXECUTION_TIMEOUT, CELL_ACTIVE,
+  CELL_ARG, CELL_ATTEMPT, CELL_COUNT, CELL_EXECUTING, CELL_GEN, CELL_HAS_ERROR, CELL_HAS_RESULT,
+  CELL_LAST_GEN, CELL_LAST_TIME, CELL_STATUS, CELL_TOTAL_TIME, CELL_VALUE, CELL_VERSION,
+  EVAL_BACKOFF, EVAL_BASE_WAIT, EVAL_ENABLED, EVAL_MAX_ATTEMPTS, EVAL_MAX_WAIT, EVAL_RETRY_AFTER,
+  EVAL_SHOULD_RETRY, FX_ABORT_ATTEMPT, FX_CALL, FX_CLEAR_TIMER, FX_EVAL, FX_FINISH, FX_INVOKE,
+  FX_LISTEN, FX_START_TIMER, FX_STATE_CHANGED, FX_UNLISTEN, GIVE_UP_REASONS, INITIAL_FIELDS, MORE,
+  OPTION_IDS, OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
+  OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
+  OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, STATUSES,
+  TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED,
 } from './wire.js';
 
 /** Defaults as `retryer.options` shows them; the numbers come from the engine. */
 const DEFAULTS = Object.freeze({
   backoff: 'exponential',
-  baseWait: w.default_of(OPT.BASE_WAIT),
+  baseWait: w.default_of(OPT_BASE_WAIT),
   enabled: true,
-  jitter: w.default_of(OPT.JITTER),
-  maxAttempts: w.default_of(OPT.MAX_ATTEMPTS),
-  maxExecutionTime: w.default_of(OPT.MAX_EXECUTION_TIME),
-  maxTotalExecutionTime: w.default_of(OPT.MAX_TOTAL_EXECUTION_TIME),
-  maxWait: w.default_of(OPT.MAX_WAIT),
+  jitter: w.default_of(OPT_JITTER),
+  maxAttempts: w.default_of(OPT_MAX_ATTEMPTS),
+  maxExecutionTime: w.default_of(OPT_MAX_EXECUTION_TIME),
+  maxTotalExecutionTime: w.default_of(OPT_MAX_TOTAL_EXECUTION_TIME),
+  maxWait: w.default_of(OPT_MAX_WAIT),
   throwOnError: 'last',
 });
 
+/**
+ * Engine memory: a retryer holds an engine slot (~0.5 KB of linear memory,
+ * which never shrinks) from construction on. Above PARK_ABOVE attached
+ * retryers, idle ones are parked: their cells are copied out (a small JS
+ * array the store reads from) and the slot is freed; the next execute()
+ * rebuilds it from the options and those cells. So many short-lived
+ * retryers cost engine memory for about PARK_ABOVE of them at a time,
+ * instead of for every one the garbage collector has not finalized yet.
+ */
+const PARK_ABOVE = 512;
+const CELLS = w.cell_count();
+let attached = 0;
+/** Slot records of retryers that went idle while crowded, oldest first. */
+let idle = [];
+let idleHead = 0;
+
+/**
+ * What the engine holds for one retryer, apart from the retryer so that a
+ * queued record keeps no user function alive: handle `h` (0 when parked or
+ * freed), cell offset `c`, and the parked cells `own`.
+ */
+class Slot {
+  constructor(h) {
+    this.h = h;
+    this.c = w.cells(h) / 8;
+    this.own = null;
+    this.queued = false;
+    this.busy = false;
+    this.disposed = false;
+    attached++;
+  }
+
+  free() {
+    if (this.h === 0) return;
+    w.destroy(this.h);
+    this.h = 0;
+    this.c = 0;
+    attached--;
+  }
+
+  /** Parks the slot if the engine says it is idle. */
+  park() {
+    if (this.h === 0 || this.busy || !w.park(this.h, 0)) return false;
+    this.own = cells().slice(this.c, this.c + CELLS);
+    this.free();
+    return true;
+  }
+
+  /** Queues this slot to be parked when retryers are crowded. */
+  idleNow() {
+    if (attached > PARK_ABOVE && !this.queued) {
+      this.queued = true;
+      idle.push(this);
+    }
+  }
+}
+
+/** Parks one queued idle retryer when too many are attached. */
+function relieve() {
+  while (attached > PARK_ABOVE && idleHead < idle.length) {
+    const slot = idle[idleHead];
+    idle[idleHead++] = undefined;
+    slot.queued = false;
+    if (slot.park()) break;
+  }
+  if (idleHead > 1024 && idleHead * 2 > idle.length) {
+    idle = idle.slice(idleHead);
+    idleHead = 0;
+  }
+}
+
 const registry = typeof FinalizationRegistry === 'function'
-  ? new FinalizationRegistry((h) => w.destroy(h))
+  ? new FinalizationRegistry((slot) => slot.free())
   : null;
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -64,19 +144,35 @@ function readOptions(opts) {
   return snapshot;
 }
 
-/** Stages one option's value; returns 0 or the engine's error code. */
-function stageOption(id, value) {
+/**
+ * Stages one option's value; returns 0 or the engine's error code. Pushes
+ * the engine calls made onto `calls` as triples (see `replay`), so that a
+ * parked retryer's policy can be rebuilt without reading user values again.
+ */
+function stageOption(id, value, calls) {
   const tag = tagOf(value);
-  let code = typeof value === 'string' ? w.opt_str(id, value) : w.opt(id, tag, numberOf(value, tag));
-  if (!code && id === OPT.INTERVALS && tag === TAG.ARRAY) {
-    const n = value.length;
-    for (let i = 0; i < n && !code; i++) code = w.interval(i, ...classify(value[i]));
+  let code;
+  if (typeof value === 'string') {
+    code = w.opt_str(id, value);
+    calls.push(id, -1, value);
+  } else {
+    const num = numberOf(value, tag);
+    code = w.opt(id, tag, num);
+    calls.push(id, tag, num);
   }
-  if (!code && id === OPT.INITIAL_STATE && tag === TAG.OBJECT) {
+  if (!code && id === OPT_INTERVALS && tag === TAG_ARRAY) {
+    const n = value.length;
+    for (let i = 0; i < n && !code; i++) {
+      const [t, num] = classify(value[i]);
+      code = w.interval(i, t, num);
+      calls.push(-1 - i, t, num);
+    }
+  }
+  if (!code && id === OPT_INITIAL_STATE && tag === TAG_OBJECT) {
     for (let f = 0; f < INITIAL_FIELDS.length && !code; f++) {
       const field = value[INITIAL_FIELDS[f]];
       // lastResult / lastError may be any value: only presence matters.
-      code = f >= 3 ? w.initial(f, field === undefined ? TAG.UNDEFINED : TAG.OBJECT, 0) : w.initial(f, ...classify(field));
+      code = f >= 3 ? w.initial(f, field === undefined ? TAG_UNDEFINED : TAG_OBJECT, 0) : w.initial(f, ...classify(field));
     }
   }
   return code;
@@ -86,9 +182,11 @@ function stageOption(id, value) {
  * Stages every option of the snapshot `opts` on the engine (a copy of
  * retryer `h`'s policy, or the defaults when `h` is 0) and commits them.
  * Throws the engine's verdict as a TypeError or RangeError; a failed call
- * changes nothing. Returns the handle.
+ * changes nothing. Returns the handle. On success, `record` (option id ->
+ * engine calls) gets the calls of every option but `initialState`.
  */
-function applyOptions(h, opts) {
+function applyOptions(h, opts, record) {
+  const made = {};
   w.stage(h);
   try {
     for (const key of Object.keys(opts)) {
@@ -96,7 +194,9 @@ function applyOptions(h, opts) {
       const value = opts[key];
       let code;
       try {
-        code = id === undefined ? 1 : stageOption(id, value);
+        const calls = [];
+        code = id === undefined ? 1 : stageOption(id, value, calls);
+        if (id !== OPT_INITIAL_STATE) made[id] = calls;
       } catch (e) {
         // An array or object option whose entries threw while being read.
         throw new TypeError(`retry-wasm: option '${key}' could not be read: ${show(e)}`);
@@ -113,6 +213,26 @@ function applyOptions(h, opts) {
     const name = OPTION_NAMES[(code >>> 2) & 0x3f];
     throw optionError(code, name, opts[name]);
   }
+  Object.assign(record, made);
+  return r;
+}
+
+/** Builds a new engine slot from the calls `applyOptions` recorded. */
+function replay(record) {
+  w.stage(0);
+  for (const calls of Object.values(record)) {
+    for (let k = 0; k < calls.length; k += 3) {
+      const a = calls[k];
+      const t = calls[k + 1];
+      const n = calls[k + 2];
+      if (a < 0) w.interval(-1 - a, t, n);
+      else if (t === -1) w.opt_str(a, n);
+      else w.opt(a, t, n);
+    }
+  }
+  const r = w.commit(0);
+  // Options that passed once pass again; a failure here is a bug.
+  if (r >>> 31) throw new TypeError('retry-wasm: could not rebuild a parked retryer');
   return r;
 }
 
@@ -186,8 +306,45 @@ function capture(resolve, reject) {
  * option and its default.
  */
 export class AsyncRetryer {
-  #h = 0;
-  #c = 0;
+  /** The engine slot (see Slot); parked between flows when crowded. */
+  #slot;
+  /** The engine calls that rebuild this retryer's policy (see replay). */
+  #record = {};
+
+  get #h() {
+    return this.#slot.h;
+  }
+
+  get #c() {
+    return this.#slot.c;
+  }
+
+  /** The cells: in linear memory, or the parked copy (offset 0). */
+  #cells() {
+    const slot = this.#slot;
+    return slot.h !== 0 ? cells() : slot.own;
+  }
+
+  /** Gives a parked (or disposed) retryer an engine slot again. */
+  #attach() {
+    const slot = this.#slot;
+    if (slot.h !== 0) return;
+    const h = replay(this.#record);
+    const c = w.cells(h) / 8;
+    if (slot.own !== null) {
+      cells().set(slot.own, c);
+      w.park(h, 1);
+      slot.own = null;
+    }
+    slot.h = h;
+    slot.c = c;
+    attached++;
+    if (slot.disposed) {
+      slot.disposed = false;
+      registry?.register(this, slot, slot);
+    }
+    relieve();
+  }
   #given = {};
   #pumping = false;
   #dirty = false;
@@ -215,10 +372,10 @@ export class AsyncRetryer {
     /** The function being retried. */
     this.fn = fn;
     const given = readOptions(initialOptions);
-    const h = applyOptions(0, given);
-    this.#h = h;
-    this.#c = w.cells(h) / 8;
-    registry?.register(this, h, this);
+    const slot = new Slot(applyOptions(0, given, this.#record));
+    this.#slot = slot;
+    registry?.register(this, slot, slot);
+    relieve();
     // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
     this.#given = mergeOptions({}, given);
     /** The `key` option, an identifier. */
@@ -240,7 +397,8 @@ export class AsyncRetryer {
   /** Merges and validates new options; an active flow goes on with them. */
   setOptions = (newOptions) => {
     const next = readOptions(newOptions);
-    applyOptions(this.#h, next);
+    this.#attach();
+    applyOptions(this.#h, next, this.#record);
     this.#given = mergeOptions(this.#given, next);
     if ('key' in next) this.key = next.key;
     this.options = this.#view();
@@ -254,6 +412,13 @@ export class AsyncRetryer {
    * when disabled, aborted or (with throwOnError false) failed.
    */
   execute = (...args) => {
+    if (this.#slot.h === 0) {
+      try {
+        this.#attach();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const flow = new Flow(args);
     capturing = flow;
     const promise = new Promise(capture);
@@ -261,15 +426,15 @@ export class AsyncRetryer {
     if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
     const signal = this.#signal;
     const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true, !this.#pumping);
-    flow.gen = cells()[this.#c + C.LAST_GEN];
+    flow.gen = this.#cells()[this.#c + CELL_LAST_GEN];
     this.#flow = flow;
     // The common case, a lone first attempt: run it without the drain loop.
-    if (e === FX.INVOKE && !this.#pumping) {
-      this.#pumping = true;
+    if (e === FX_INVOKE && !this.#pumping) {
+      this.#pumping = this.#slot.busy = true;
       try {
         this.#invoke(flow);
       } finally {
-        this.#pumping = false;
+        this.#pumping = this.#slot.busy = false;
       }
       if (this.#dirty) {
         this.#dirty = false;
@@ -286,10 +451,10 @@ export class AsyncRetryer {
    * no flow is active.
    */
   getAbortSignal = () => {
-    const F = cells();
+    const F = this.#cells();
     const flow = this.#flow;
-    if (F[this.#c + C.ACTIVE] !== 1 || flow === null) return null;
-    const attempt = F[this.#c + C.ATTEMPT];
+    if (F[this.#c + CELL_ACTIVE] !== 1 || flow === null) return null;
+    const attempt = F[this.#c + CELL_ATTEMPT];
     if (flow.ctrl === null || flow.ctrlAttempt !== attempt) {
       flow.ctrl = new AbortController();
       flow.ctrlAttempt = attempt;
@@ -304,6 +469,7 @@ export class AsyncRetryer {
 
   /** Restores the default state; an active flow goes on. */
   reset = () => {
+    this.#attach();
     this.#lastResult = undefined;
     this.#lastError = undefined;
     this.#input(w.reset(this.#h, !this.#pumping));
@@ -311,12 +477,15 @@ export class AsyncRetryer {
 
   /** Aborts any active flow and frees the engine's memory for this retryer. */
   [disposeSymbol]() {
-    if (this.#h === 0) return;
+    const slot = this.#slot;
+    if (slot.disposed) return;
+    slot.disposed = true;
+    slot.own = null;
+    registry?.unregister(slot);
+    if (slot.h === 0) return;
     this.abort();
     for (let t = 0; t < 3; t++) clearTimeout(this.#timers[t]);
-    registry?.unregister(this);
-    w.destroy(this.#h);
-    this.#h = 0;
+    slot.free();
   }
 
   #view() {
@@ -347,20 +516,20 @@ export class AsyncRetryer {
   }
 
   #state() {
-    const F = cells();
+    const F = this.#cells();
     const c = this.#c;
-    const version = F[c + C.VERSION];
+    const version = F[c + CELL_VERSION];
     if (version !== this.#snapVersion || this.#snap === null) {
       this.#snapVersion = version;
       this.#snap = {
-        currentAttempt: F[c + C.ATTEMPT],
-        executionCount: F[c + C.COUNT],
-        isExecuting: F[c + C.EXECUTING] === 1,
-        lastError: F[c + C.HAS_ERROR] === 1 ? this.#lastError : undefined,
-        lastExecutionTime: F[c + C.LAST_TIME],
-        lastResult: F[c + C.HAS_RESULT] === 1 ? this.#lastResult : undefined,
-        status: STATUSES[F[c + C.STATUS]],
-        totalExecutionTime: F[c + C.TOTAL_TIME],
+        currentAttempt: F[c + CELL_ATTEMPT],
+        executionCount: F[c + CELL_COUNT],
+        isExecuting: F[c + CELL_EXECUTING] === 1,
+        lastError: F[c + CELL_HAS_ERROR] === 1 ? this.#lastError : undefined,
+        lastExecutionTime: F[c + CELL_LAST_TIME],
+        lastResult: F[c + CELL_HAS_RESULT] === 1 ? this.#lastResult : undefined,
+        status: STATUSES[F[c + CELL_STATUS]],
+        totalExecutionTime: F[c + CELL_TOTAL_TIME],
       };
     }
     return this.#snap;
@@ -375,10 +544,14 @@ export class AsyncRetryer {
     if (call === null) throw new TypeError('retry-wasm: subscribe needs a function or an observer with next()');
     const entry = { call };
     this.#subscribers = [...this.#subscribers, entry];
+    this.#attach();
     w.listeners(this.#h, true);
     const unsubscribe = () => {
       this.#subscribers = this.#subscribers.filter((s) => s !== entry);
-      if (this.#subscribers.length === 0) w.listeners(this.#h, false);
+      if (this.#subscribers.length === 0) {
+        this.#attach();
+        w.listeners(this.#h, false);
+      }
     };
     unsubscribe.unsubscribe = unsubscribe;
     return unsubscribe;
@@ -401,7 +574,7 @@ export class AsyncRetryer {
       return;
     }
     if (e === 0) return;
-    this.#pumping = true;
+    this.#pumping = this.#slot.busy = true;
     try {
       for (;;) {
         this.#run(e);
@@ -411,7 +584,7 @@ export class AsyncRetryer {
         if (e === 0) break;
       }
     } finally {
-      this.#pumping = false;
+      this.#pumping = this.#slot.busy = false;
       this.#dirty = false;
     }
   }
@@ -419,13 +592,13 @@ export class AsyncRetryer {
   #settled(gen, attempt, fulfilled, value) {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done) return;
-    const before = cells()[this.#c + C.VERSION];
+    const before = this.#cells()[this.#c + CELL_VERSION];
     const pop = !this.#pumping;
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(this.#h, gen, attempt, Date.now(), pop)
       : w.err(this.#h, gen, attempt, cancelled, Date.now(), pop);
-    if (cells()[this.#c + C.VERSION] !== before) {
+    if (this.#cells()[this.#c + CELL_VERSION] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
         flow.result = value;
@@ -436,8 +609,8 @@ export class AsyncRetryer {
       }
     }
     // The common case, a lone success: settle without the drain loop.
-    if (e === (FX.FINISH | (OUTCOME.RESULT << 4)) && pop) {
-      this.#finish(OUTCOME.RESULT, gen, 0);
+    if (e === (FX_FINISH | (OUTCOME_RESULT << 4)) && pop) {
+      this.#finish(OUTCOME_RESULT, gen, 0);
       return;
     }
     this.#input(e);
@@ -456,28 +629,28 @@ export class AsyncRetryer {
   #run(e) {
     const kind = e & 15;
     const sub = (e >>> 4) & 15;
-    const F = cells();
+    const F = this.#cells();
     const c = this.#c;
     switch (kind) {
-      case FX.INVOKE: {
-        const flow = this.#flowOf(F[c + C.GEN]);
+      case FX_INVOKE: {
+        const flow = this.#flowOf(F[c + CELL_GEN]);
         if (flow !== null) this.#invoke(flow);
         return;
       }
-      case FX.START_TIMER:
+      case FX_START_TIMER:
         clearTimeout(this.#timers[sub]);
         this.#fire ??= [0, 1, 2].map((t) => () => {
           this.#timers[t] = undefined;
           this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
         });
-        this.#timers[sub] = setTimeout(this.#fire[sub], F[c + C.VALUE]);
+        this.#timers[sub] = setTimeout(this.#fire[sub], F[c + CELL_VALUE]);
         return;
-      case FX.CLEAR_TIMER:
+      case FX_CLEAR_TIMER:
         clearTimeout(this.#timers[sub]);
         this.#timers[sub] = undefined;
         return;
-      case FX.ABORT_ATTEMPT: {
-        const flow = this.#flowOf(F[c + C.GEN]);
+      case FX_ABORT_ATTEMPT: {
+        const flow = this.#flowOf(F[c + CELL_GEN]);
         if (flow === null) return;
         let reason;
         if (sub === ABORT_EXECUTION_TIMEOUT) {
@@ -491,13 +664,13 @@ export class AsyncRetryer {
         if (ctrl !== null && !ctrl.signal.aborted) ctrl.abort(reason);
         return;
       }
-      case FX.CALL:
-        this.#call(sub, F[c + C.GEN], F[c + C.ARG]);
+      case FX_CALL:
+        this.#call(sub, F[c + CELL_GEN], F[c + CELL_ARG]);
         return;
-      case FX.EVAL:
-        this.#eval(sub, F[c + C.GEN], F[c + C.VALUE]);
+      case FX_EVAL:
+        this.#eval(sub, F[c + CELL_GEN], F[c + CELL_VALUE]);
         return;
-      case FX.LISTEN: {
+      case FX_LISTEN: {
         const signal = this.options.signal;
         if (signal != null) {
           this.#onSignal ??= () => this.#input(w.cancel(this.#h, true, !this.#pumping));
@@ -506,11 +679,11 @@ export class AsyncRetryer {
         }
         return;
       }
-      case FX.UNLISTEN:
+      case FX_UNLISTEN:
         this.#listened?.removeEventListener('abort', this.#onSignal);
         this.#listened = null;
         return;
-      case FX.STATE_CHANGED: {
+      case FX_STATE_CHANGED: {
         const state = this.#state();
         for (const s of this.#subscribers) {
           try {
@@ -521,8 +694,8 @@ export class AsyncRetryer {
         }
         return;
       }
-      case FX.FINISH:
-        this.#finish(sub, F[c + C.GEN], F[c + C.ARG]);
+      case FX_FINISH:
+        this.#finish(sub, F[c + CELL_GEN], F[c + CELL_ARG]);
         return;
       default:
     }
@@ -531,7 +704,7 @@ export class AsyncRetryer {
   /** Calls the function for the attempt the engine just named. */
   #invoke(flow) {
     const gen = flow.gen;
-    const attempt = cells()[this.#c + C.VALUE];
+    const attempt = this.#cells()[this.#c + CELL_VALUE];
     if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
     let p;
     try {
@@ -552,15 +725,15 @@ export class AsyncRetryer {
     const o = this.options;
     try {
       switch (cb) {
-        case CB.RETRY: o.onRetry?.(arg, flow.error, this); break;
-        case CB.ERROR: o.onError?.(flow.error, flow.args, this); break;
-        case CB.LAST_ERROR: o.onLastError?.(flow.error, this); break;
-        case CB.SUCCESS: o.onSuccess?.(flow.result, flow.args, this); break;
-        case CB.SETTLED: o.onSettled?.(flow.args, this); break;
-        case CB.ABORT: o.onAbort?.(ABORT_REASONS[arg], this); break;
-        case CB.EXECUTION_TIMEOUT: o.onExecutionTimeout?.(this); break;
-        case CB.TOTAL_EXECUTION_TIMEOUT: o.onTotalExecutionTimeout?.(this); break;
-        case CB.GIVE_UP: o.onGiveUp?.(flow.error, GIVE_UP_REASONS[arg], this); break;
+        case CB_RETRY: o.onRetry?.(arg, flow.error, this); break;
+        case CB_ERROR: o.onError?.(flow.error, flow.args, this); break;
+        case CB_LAST_ERROR: o.onLastError?.(flow.error, this); break;
+        case CB_SUCCESS: o.onSuccess?.(flow.result, flow.args, this); break;
+        case CB_SETTLED: o.onSettled?.(flow.args, this); break;
+        case CB_ABORT: o.onAbort?.(ABORT_REASONS[arg], this); break;
+        case CB_EXECUTION_TIMEOUT: o.onExecutionTimeout?.(this); break;
+        case CB_TOTAL_EXECUTION_TIMEOUT: o.onTotalExecutionTimeout?.(this); break;
+        case CB_GIVE_UP: o.onGiveUp?.(flow.error, GIVE_UP_REASONS[arg], this); break;
         default:
       }
     } catch (error) {
@@ -569,28 +742,28 @@ export class AsyncRetryer {
   }
 
   #eval(what, gen, attempt) {
-    const flow = what === EVAL.ENABLED ? null : this.#flowOf(gen);
+    const flow = what === EVAL_ENABLED ? null : this.#flowOf(gen);
     const o = this.options;
     let tag;
     let num = 0;
     let value;
     try {
       switch (what) {
-        case EVAL.ENABLED: value = !!o.enabled(this); break;
-        case EVAL.SHOULD_RETRY: value = !!o.shouldRetry(flow?.error, attempt, this); break;
-        case EVAL.MAX_ATTEMPTS: value = o.maxAttempts(this); break;
-        case EVAL.BASE_WAIT: value = o.baseWait(this); break;
-        case EVAL.MAX_WAIT: value = o.maxWait(this); break;
-        case EVAL.RETRY_AFTER: value = o.retryAfter(flow?.error, attempt, this); break;
-        case EVAL.BACKOFF: value = o.backoff(attempt, this); break;
+        case EVAL_ENABLED: value = !!o.enabled(this); break;
+        case EVAL_SHOULD_RETRY: value = !!o.shouldRetry(flow?.error, attempt, this); break;
+        case EVAL_MAX_ATTEMPTS: value = o.maxAttempts(this); break;
+        case EVAL_BASE_WAIT: value = o.baseWait(this); break;
+        case EVAL_MAX_WAIT: value = o.maxWait(this); break;
+        case EVAL_RETRY_AFTER: value = o.retryAfter(flow?.error, attempt, this); break;
+        case EVAL_BACKOFF: value = o.backoff(attempt, this); break;
         default: value = undefined;
       }
       [tag, num] = classify(value);
       if (flow !== null) flow.invalid = value;
     } catch (error) {
-      tag = TAG.THREW;
+      tag = TAG_THREW;
       if (flow !== null) flow.thrown ??= { error };
-      else if (what === EVAL.ENABLED) {
+      else if (what === EVAL_ENABLED) {
         const pending = this.#flowOf(gen);
         if (pending !== null) pending.thrown ??= { error };
       }
@@ -604,16 +777,17 @@ export class AsyncRetryer {
     flow.done = true;
     this.#older?.delete(gen);
     switch (outcome) {
-      case OUTCOME.RESULT: flow.resolve(flow.result); break;
-      case OUTCOME.UNDEFINED: flow.resolve(undefined); break;
-      case OUTCOME.REJECT: flow.reject(flow.error); break;
-      case OUTCOME.INVALID: flow.reject(dynamicError(arg, flow.invalid)); break;
-      case OUTCOME.THROWN: flow.reject(flow.thrown?.error); break;
+      case OUTCOME_RESULT: flow.resolve(flow.result); break;
+      case OUTCOME_UNDEFINED: flow.resolve(undefined); break;
+      case OUTCOME_REJECT: flow.reject(flow.error); break;
+      case OUTCOME_INVALID: flow.reject(dynamicError(arg, flow.invalid)); break;
+      case OUTCOME_THROWN: flow.reject(flow.thrown?.error); break;
       default: flow.resolve(undefined);
     }
     // Nothing of a settled flow stays reachable from the retryer.
     flow.args = flow.result = flow.error = flow.thrown = flow.invalid = undefined;
     flow.ctrl = null;
+    this.#slot.idleNow();
   }
 }
 

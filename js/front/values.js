@@ -1,5 +1,8 @@
 // Classifying JavaScript values for the engine, and showing them in messages.
-import { TAG } from './wire.js';
+import {
+  TAG_ARRAY, TAG_BOOL, TAG_BUDGET, TAG_FUNCTION, TAG_NULL, TAG_NUMBER, TAG_OBJECT, TAG_OTHER,
+  TAG_SIGNAL, TAG_UNDEFINED,
+} from './wire.js';
 
 /** Budget ids by RetryBudget instance (set by budget.js). */
 export const BUDGET_IDS = new WeakMap();
@@ -17,43 +20,43 @@ function isSignal(v) {
  */
 export function tagOf(v) {
   switch (typeof v) {
-    case 'undefined': return TAG.UNDEFINED;
-    case 'boolean': return TAG.BOOL;
-    case 'number': return TAG.NUMBER;
-    case 'function': return TAG.FUNCTION;
+    case 'undefined': return TAG_UNDEFINED;
+    case 'boolean': return TAG_BOOL;
+    case 'number': return TAG_NUMBER;
+    case 'function': return TAG_FUNCTION;
     case 'object': {
-      if (v === null) return TAG.NULL;
+      if (v === null) return TAG_NULL;
       try {
         // A revoked Proxy throws even from Array.isArray: no option takes one.
-        if (Array.isArray(v)) return typeof v.length === 'number' ? TAG.ARRAY : TAG.OTHER;
+        if (Array.isArray(v)) return typeof v.length === 'number' ? TAG_ARRAY : TAG_OTHER;
       } catch {
-        return TAG.OTHER;
+        return TAG_OTHER;
       }
-      if (BUDGET_IDS.has(v)) return TAG.BUDGET;
+      if (BUDGET_IDS.has(v)) return TAG_BUDGET;
       try {
-        if (isSignal(v)) return TAG.SIGNAL;
+        if (isSignal(v)) return TAG_SIGNAL;
       } catch {
         // A hostile getter: treat as a plain object.
       }
-      return TAG.OBJECT;
+      return TAG_OBJECT;
     }
-    default: return TAG.OTHER;
+    default: return TAG_OTHER;
   }
 }
 
 /** The number that goes with `tagOf(v)`: the value, a length, an id, or 0. */
 export function numberOf(v, tag) {
   switch (tag) {
-    case TAG.BOOL: return v ? 1 : 0;
-    case TAG.NUMBER: return v;
-    case TAG.ARRAY: {
+    case TAG_BOOL: return v ? 1 : 0;
+    case TAG_NUMBER: return v;
+    case TAG_ARRAY: {
       try {
         return v.length;
       } catch {
         return 0;
       }
     }
-    case TAG.BUDGET: return BUDGET_IDS.get(v);
+    case TAG_BUDGET: return BUDGET_IDS.get(v);
     default: return 0;
   }
 }

@@ -1,4 +1,5 @@
 // The numeric wire format shared with src/wasm/codec.rs. Keep the two in step.
+// Plain constants, not objects: a bundler inlines them as numbers.
 
 /** Option names by wire id (src/core/options.rs `Opt`). */
 export const OPTION_NAMES = [
@@ -16,44 +17,86 @@ export const OPTION_IDS = Object.assign(
   Object.fromEntries(OPTION_NAMES.map((name, id) => [name, id])),
 );
 
-export const OPT = {
-  MAX_ATTEMPTS: 0, BACKOFF: 1, BASE_WAIT: 2, MAX_WAIT: 3, JITTER: 4,
-  MAX_EXECUTION_TIME: 5, MAX_TOTAL_EXECUTION_TIME: 6, THROW_ON_ERROR: 7,
-  ENABLED: 8, INITIAL_STATE: 9, INTERVALS: 22, MULTIPLIER: 23,
-};
+export const OPT_MAX_ATTEMPTS = 0;
+export const OPT_BACKOFF = 1;
+export const OPT_BASE_WAIT = 2;
+export const OPT_MAX_WAIT = 3;
+export const OPT_JITTER = 4;
+export const OPT_MAX_EXECUTION_TIME = 5;
+export const OPT_MAX_TOTAL_EXECUTION_TIME = 6;
+export const OPT_THROW_ON_ERROR = 7;
+export const OPT_ENABLED = 8;
+export const OPT_INITIAL_STATE = 9;
+export const OPT_INTERVALS = 22;
+export const OPT_MULTIPLIER = 23;
 
 /** Value tags (codec.rs `tag`). */
-export const TAG = {
-  UNDEFINED: 0, NULL: 1, BOOL: 2, NUMBER: 3, STRING: 4, FUNCTION: 5, ARRAY: 6,
-  OBJECT: 7, BUDGET: 8, SIGNAL: 9, OTHER: 10, THREW: 11,
-};
+export const TAG_UNDEFINED = 0;
+export const TAG_NULL = 1;
+export const TAG_BOOL = 2;
+export const TAG_NUMBER = 3;
+export const TAG_STRING = 4;
+export const TAG_FUNCTION = 5;
+export const TAG_ARRAY = 6;
+export const TAG_OBJECT = 7;
+export const TAG_BUDGET = 8;
+export const TAG_SIGNAL = 9;
+export const TAG_OTHER = 10;
+export const TAG_THREW = 11;
 
 /** State cell indices (codec.rs `cell`). */
-export const CELL = {
-  VERSION: 0, ATTEMPT: 1, EXECUTING: 2, STATUS: 3, COUNT: 4, LAST_TIME: 5,
-  TOTAL_TIME: 6, HAS_RESULT: 7, HAS_ERROR: 8, ACTIVE: 9, LAST_GEN: 10,
-  VALUE: 11, ARG: 12, GEN: 13,
-};
+export const CELL_VERSION = 0;
+export const CELL_ATTEMPT = 1;
+export const CELL_EXECUTING = 2;
+export const CELL_STATUS = 3;
+export const CELL_COUNT = 4;
+export const CELL_LAST_TIME = 5;
+export const CELL_TOTAL_TIME = 6;
+export const CELL_HAS_RESULT = 7;
+export const CELL_HAS_ERROR = 8;
+export const CELL_ACTIVE = 9;
+export const CELL_LAST_GEN = 10;
+export const CELL_VALUE = 11;
+export const CELL_ARG = 12;
+export const CELL_GEN = 13;
 
 /** Effect kinds: the low four bits of an effect code. */
-export const FX = {
-  INVOKE: 1, START_TIMER: 2, CLEAR_TIMER: 3, ABORT_ATTEMPT: 4, CALL: 5, EVAL: 6,
-  LISTEN: 7, UNLISTEN: 8, STATE_CHANGED: 9, FINISH: 10,
-};
+export const FX_INVOKE = 1;
+export const FX_START_TIMER = 2;
+export const FX_CLEAR_TIMER = 3;
+export const FX_ABORT_ATTEMPT = 4;
+export const FX_CALL = 5;
+export const FX_EVAL = 6;
+export const FX_LISTEN = 7;
+export const FX_UNLISTEN = 8;
+export const FX_STATE_CHANGED = 9;
+export const FX_FINISH = 10;
 /** Set in an effect code when more effects are queued behind it. */
 export const MORE = 256;
 
-export const CB = {
-  RETRY: 0, ERROR: 1, LAST_ERROR: 2, SUCCESS: 3, SETTLED: 4, ABORT: 5,
-  EXECUTION_TIMEOUT: 6, TOTAL_EXECUTION_TIMEOUT: 7, GIVE_UP: 8,
-};
+export const CB_RETRY = 0;
+export const CB_ERROR = 1;
+export const CB_LAST_ERROR = 2;
+export const CB_SUCCESS = 3;
+export const CB_SETTLED = 4;
+export const CB_ABORT = 5;
+export const CB_EXECUTION_TIMEOUT = 6;
+export const CB_TOTAL_EXECUTION_TIMEOUT = 7;
+export const CB_GIVE_UP = 8;
 
-export const EVAL = {
-  ENABLED: 0, SHOULD_RETRY: 1, MAX_ATTEMPTS: 2, BASE_WAIT: 3, MAX_WAIT: 4,
-  RETRY_AFTER: 5, BACKOFF: 6,
-};
+export const EVAL_ENABLED = 0;
+export const EVAL_SHOULD_RETRY = 1;
+export const EVAL_MAX_ATTEMPTS = 2;
+export const EVAL_BASE_WAIT = 3;
+export const EVAL_MAX_WAIT = 4;
+export const EVAL_RETRY_AFTER = 5;
+export const EVAL_BACKOFF = 6;
 
-export const OUTCOME = { RESULT: 0, UNDEFINED: 1, REJECT: 2, INVALID: 3, THROWN: 4 };
+export const OUTCOME_RESULT = 0;
+export const OUTCOME_UNDEFINED = 1;
+export const OUTCOME_REJECT = 2;
+export const OUTCOME_INVALID = 3;
+export const OUTCOME_THROWN = 4;
 
 export const ABORT_REASONS = ['manual', 'new-execution', 'execution-timeout', 'total-timeout', 'signal'];
 export const ABORT_EXECUTION_TIMEOUT = 2;

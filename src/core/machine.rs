@@ -11,7 +11,6 @@
 //! of an older flow or attempt are ignored.
 
 use alloc::boxed::Box;
-use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use super::backoff::{self, Backoff, Jitter};
@@ -138,7 +137,7 @@ struct PendingStart {
 
 /// Everything an idle machine needs later, besides its policy: the host can
 /// drop an idle machine and build one that behaves identically with
-/// [`Machine::unpark`], so idle retryers need not hold engine memory.
+/// [`Machine::resume`], so idle retryers need not hold engine memory.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Parked {
     /// The observable state (not executing, no attempt).
@@ -163,7 +162,9 @@ pub struct Machine {
     last_gen: u32,
     last_started: u32,
     rng: Rng,
-    queue: VecDeque<Step>,
+    /// Steps to take, the next one LAST (a stack, so popping is cheap and
+    /// no ring-buffer code is linked into the wasm build).
+    queue: Vec<Step>,
     front: Vec<Step>,
     expanding: bool,
     /// The flow each timer was started for; `None` once it fired or a clear
@@ -199,7 +200,7 @@ impl Machine {
             last_gen: 0,
             last_started: 0,
             rng,
-            queue: VecDeque::new(),
+            queue: Vec::new(),
             front: Vec::new(),
             expanding: false,
             armed: [None; 3],
@@ -226,18 +227,17 @@ impl Machine {
         })
     }
 
-    /// A machine with `policy` that goes on exactly where the machine
-    /// `parked` came from left off (`policy` being the one it had; its
-    /// `initialState` and `seed` were applied then and are not applied again).
-    pub fn unpark(policy: Policy, parked: &Parked) -> Machine {
-        let mut m = Machine::new(policy, parked.rng);
-        m.state = parked.state.clone();
-        m.last_gen = parked.last_gen;
-        m.last_started = parked.last_gen;
-        m.rng = Rng::new(parked.rng);
-        m.listeners = parked.listeners;
-        m.enabled_hint = parked.enabled_hint;
-        m
+    /// Makes a machine fresh from [`Machine::new`], with the policy the
+    /// machine `parked` came from had, go on exactly where that one left off
+    /// (its `initialState` and `seed` were applied then; `parked` replaces
+    /// what they gave).
+    pub fn resume(&mut self, parked: &Parked) {
+        self.state = parked.state.clone();
+        self.last_gen = parked.last_gen;
+        self.last_started = parked.last_gen;
+        self.rng = Rng::new(parked.rng);
+        self.listeners = parked.listeners;
+        self.enabled_hint = parked.enabled_hint;
     }
 
     /// The current policy.
@@ -310,7 +310,7 @@ impl Machine {
 
     /// The next effect to carry out, if any.
     pub fn next_effect(&mut self) -> Option<Effect> {
-        while let Some(step) = self.queue.pop_front() {
+        while let Some(step) = self.queue.pop() {
             if let Step::Out(effect) = step {
                 if let Effect::StartTimer { gen, timer, .. } = effect {
                     self.set_armed(timer, Some(gen));
@@ -977,14 +977,14 @@ impl Machine {
         if self.expanding {
             self.front.push(step);
         } else {
-            self.queue.push_back(step);
+            self.queue.insert(0, step);
         }
     }
 
     fn flush_front(&mut self) {
         self.expanding = false;
         for step in self.front.drain(..).rev() {
-            self.queue.push_front(step);
+            self.queue.push(step);
         }
     }
 }

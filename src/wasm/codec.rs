@@ -3,8 +3,9 @@
 //! front end's `js/front/wire.js` mirrors these numbers.
 
 use crate::core::effect::{Effect, Outcome, Provided};
-use crate::core::machine::Machine;
+use crate::core::machine::{Machine, Parked};
 use crate::core::options::{self, Expect, OptionError, Raw};
+use crate::core::state::State;
 
 /// Value tags the front end uses to classify JavaScript values.
 pub mod tag {
@@ -40,10 +41,15 @@ pub mod cell {
     pub const ARG: usize = 12;
     /// Generation of the flow the popped effect belongs to.
     pub const GEN: usize = 13;
+    /// A parked machine's jitter generator state, high and low 32 bits.
+    pub const RNG_HI: usize = 14;
+    pub const RNG_LO: usize = 15;
+    /// A parked machine's flags: 1 = has subscribers, 2 = enabled hint.
+    pub const FLAGS: usize = 16;
 }
 
 /// Number of state cells per retryer.
-pub const CELL_COUNT: usize = 14;
+pub const CELL_COUNT: usize = 17;
 
 /// Error code for "no such option" (also a misuse of the staging calls).
 pub const UNKNOWN_OPTION: u32 = encode_error(0, 0, Expect::UnknownOption as u32, 0);
@@ -135,6 +141,34 @@ pub fn mirror(m: &Machine, cells: &mut [f64; CELL_COUNT]) {
     cells[cell::HAS_ERROR] = f64::from(u8::from(s.has_last_error));
     cells[cell::ACTIVE] = f64::from(u8::from(m.is_active()));
     cells[cell::LAST_GEN] = f64::from(m.last_gen());
+}
+
+/// Writes what `parked` keeps beyond the mirrored state into `cells`.
+pub fn write_parked(p: &Parked, cells: &mut [f64; CELL_COUNT]) {
+    cells[cell::RNG_HI] = f64::from((p.rng >> 32) as u32);
+    cells[cell::RNG_LO] = f64::from(p.rng as u32);
+    cells[cell::FLAGS] = f64::from(u8::from(p.listeners) | u8::from(p.enabled_hint) << 1);
+}
+
+/// Reads back what `mirror` and `write_parked` wrote for an idle machine.
+pub fn read_parked(cells: &[f64; CELL_COUNT]) -> Parked {
+    let flags = cells[cell::FLAGS] as u32;
+    Parked {
+        state: State {
+            current_attempt: 0,
+            is_executing: false,
+            execution_count: cells[cell::COUNT],
+            last_execution_time: cells[cell::LAST_TIME],
+            total_execution_time: cells[cell::TOTAL_TIME],
+            has_last_result: cells[cell::HAS_RESULT] == 1.0,
+            has_last_error: cells[cell::HAS_ERROR] == 1.0,
+            version: cells[cell::VERSION] as u32,
+        },
+        last_gen: cells[cell::LAST_GEN] as u32,
+        rng: u64::from(cells[cell::RNG_HI] as u32) << 32 | u64::from(cells[cell::RNG_LO] as u32),
+        listeners: flags & 1 != 0,
+        enabled_hint: flags & 2 != 0,
+    }
 }
 
 /// Numeric defaults by option wire id (NaN where there is none).

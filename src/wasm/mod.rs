@@ -209,6 +209,32 @@ pub extern "C" fn reset(h: u32, pop: u32) -> u32 {
     input(h, pop, |s, _| s.machine.reset())
 }
 
+/// Parking, `back` = 0: when retryer `h`'s machine is idle, writes
+/// everything it needs to go on into its cells (see `codec::write_parked`)
+/// and returns 1; the front end copies the cells and may then `destroy` it.
+/// Returns 0 while busy. `back` = 1: rebuilds retryer `h` (just created
+/// with the same options) from such cells, copied back; returns 1.
+/// Returns 0 for a bad handle.
+#[no_mangle]
+pub extern "C" fn park(h: u32, back: u32) -> u32 {
+    with_world(0, |w| {
+        let Some(s) = w.slot_mut(h) else {
+            return 0;
+        };
+        if back != 0 {
+            s.machine.resume(&codec::read_parked(&s.cells));
+        } else if let Some(p) = s.machine.park() {
+            s.refresh();
+            codec::write_parked(&p, &mut s.cells);
+            return 1;
+        } else {
+            return 0;
+        }
+        s.refresh();
+        1
+    })
+}
+
 /// Pops the next effect (0 when none).
 #[no_mangle]
 pub extern "C" fn next(h: u32) -> u32 {

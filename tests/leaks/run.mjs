@@ -6,9 +6,10 @@
 //   memory   node --expose-gc cases/executions.mjs success|fail-once
 //              1,000,000 executions on one retryer: JS heap + wasm memory
 //              within 2 MB of the figure after warm-up
-//            node --expose-gc cases/retryers.mjs dispose|finalizer
+//            node --expose-gc cases/retryers.mjs dispose|finalizer|crowd
 //              200,000 short-lived retryers freed by Symbol.dispose or only
-//              by the FinalizationRegistry: within 2 MB, no engine slot left
+//              by the FinalizationRegistry: within 2 MB, no engine slot left;
+//              crowd: no gc() in the loop, at most 1,024 engine slots held
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
 //   exit     node cases/exit/*.mjs
@@ -128,6 +129,7 @@ const CASES = [
   gcCase('executions', 'executions.mjs', 'fail-once'),
   gcCase('retryers', 'retryers.mjs', 'finalizer'),
   gcCase('retryers', 'retryers.mjs', 'dispose'),
+  gcCase('retryers', 'retryers.mjs', 'crowd'),
   gcCase('executions', 'executions.mjs', 'success'),
   gcCase('signal', 'signal.mjs'),
   exitCase('baseline.mjs'),

@@ -1,0 +1,156 @@
+// Idle retryers are parked when many are alive: their engine slot is freed
+// and rebuilt on their next call. Parking must not be observable: state,
+// options, subscribers and the jitter sequence carry over.
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { AsyncRetryer } from 'retry-wasm'
+import { advance, flush, track } from './helpers.js'
+
+// Read only: the installed package's engine, to count the slots it holds.
+const engineModule = new URL('./front/engine.js', import.meta.resolve('retry-wasm'))
+const { engine } = await import(engineModule.href)
+
+/** Engine slots in use (handles with state cells). */
+function slotsInUse() {
+  let live = 0
+  for (let h = 1, empty = 0; empty < 5000; h++) {
+    if (engine.cells(h) !== 0) {
+      live++
+      empty = 0
+    } else {
+      empty++
+    }
+  }
+  return live
+}
+
+const COUNT = 1200
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+describe('parking idle retryers', () => {
+  it('holds engine slots for about 512 idle retryers, and every parked one goes on where it stopped', async () => {
+    const retryers = []
+    for (let i = 0; i < COUNT; i++) {
+      retryers.push(new AsyncRetryer(async (x) => x + i, {
+        backoff: 'fixed',
+        baseWait: 0,
+        initialState: { executionCount: i },
+        key: `r${i}`,
+      }))
+      expect(await retryers[i].execute(1)).toBe(1 + i)
+    }
+    // All still referenced, so no finalizer freed any: parking did.
+    const held = slotsInUse()
+    expect(held).toBeLessThanOrEqual(520)
+    expect(held).toBeGreaterThan(0)
+
+    for (let i = 0; i < COUNT; i++) {
+      const r = retryers[i]
+      const before = r.store.state
+      expect(before.executionCount).toBe(i + 1)
+      expect(before.lastResult).toBe(1 + i)
+      expect(before.status).toBe('idle')
+      expect(r.getAbortSignal()).toBe(null)
+      expect(await r.execute(2)).toBe(2 + i)
+      const after = r.store.state
+      expect(after.executionCount).toBe(i + 2)
+      expect(after.lastResult).toBe(2 + i)
+      expect(after.lastExecutionTime).toBeGreaterThanOrEqual(before.lastExecutionTime)
+      expect(r.key).toBe(`r${i}`)
+    }
+    expect(slotsInUse()).toBeLessThanOrEqual(520)
+  })
+
+  it('keeps options, subscribers and setOptions across parking', async () => {
+    vi.useFakeTimers()
+    const onSuccess = vi.fn()
+    const onRetry = vi.fn()
+    let calls = 0
+    const fn = vi.fn(async () => {
+      calls++
+      if (calls % 2 === 1) throw new Error('odd')
+      return calls
+    })
+    const r = new AsyncRetryer(fn, { maxAttempts: 2, backoff: 'fixed', baseWait: 50, onSuccess, onRetry })
+    const seen = []
+    const unsubscribe = r.store.subscribe((s) => seen.push(s.executionCount))
+
+    const crowd = []
+    const park = async () => {
+      for (let i = 0; i < 700; i++) {
+        const c = new AsyncRetryer(async () => i)
+        crowd.push(c)
+        await c.execute()
+      }
+    }
+    await park()
+
+    const t1 = track(r.execute())
+    await advance(50)
+    expect(t1.value).toBe(2)
+    await park()
+
+    // Parked now (r went idle while crowded and 700 more came after it).
+    expect(r.store.state.executionCount).toBe(1)
+    const t2 = track(r.execute())
+    await flush()
+    expect(onRetry).toHaveBeenCalledTimes(2)
+    await advance(49)
+    expect(t2.settled).toBe(false)
+    await advance(1)
+    expect(t2.value).toBe(4)
+    expect(onSuccess).toHaveBeenCalledTimes(2)
+    expect(seen.at(-1)).toBe(2)
+
+    await park()
+    r.setOptions({ maxAttempts: 1 })
+    expect(r.options.baseWait).toBe(50)
+    await expect(r.execute()).rejects.toThrow('odd')
+    expect(fn).toHaveBeenCalledTimes(5)
+    expect(r.store.state.lastError).toBeInstanceOf(Error)
+    unsubscribe()
+  })
+
+  it('continues a seeded jitter sequence across parking', async () => {
+    vi.useFakeTimers()
+    /** Runs one flow and returns how long it waited in all (ms). */
+    const waited = async (r) => {
+      const t = track(r.execute())
+      let ms = 0
+      while (!t.settled) {
+        await advance(1)
+        ms++
+      }
+      return ms
+    }
+    const failTwice = () => {
+      let n = 0
+      return async () => {
+        if (n++ % 3 < 2) throw new Error('x')
+        return 'ok'
+      }
+    }
+    const crowd = []
+    const crowdOut = async () => {
+      for (let i = 0; i < 700; i++) {
+        crowd.push(new AsyncRetryer(async () => i))
+        await crowd.at(-1).execute()
+      }
+    }
+    const opts = { maxAttempts: 3, baseWait: 200, jitter: 1, seed: 42 }
+    await crowdOut()
+    const parked = new AsyncRetryer(failTwice(), opts)
+    const first = await waited(parked)
+    await crowdOut()
+    expect(slotsInUse()).toBeLessThanOrEqual(520)
+    const second = await waited(parked)
+
+    // The same seed, never parked between its two flows.
+    const fresh = new AsyncRetryer(failTwice(), opts)
+    expect([first, second]).toEqual([await waited(fresh), await waited(fresh)])
+    // The sequence went on rather than restarting from the seed.
+    expect(second).not.toBe(first)
+  })
+})
