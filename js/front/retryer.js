@@ -217,6 +217,13 @@ function applyOptions(h, opts, record) {
   return r;
 }
 
+/** A new engine slot with the policy `record` describes. */
+function spawn(record) {
+  if (template === null || template.record !== record) return replay(record);
+  w.stage(template.h);
+  return w.commit(0);
+}
+
 /** Builds a new engine slot from the calls `applyOptions` recorded. */
 function replay(record) {
   w.stage(0);
@@ -234,6 +241,36 @@ function replay(record) {
   // Options that passed once pass again; a failure here is a bug.
   if (r >>> 31) throw new TypeError('retry-wasm: could not rebuild a parked retryer');
   return r;
+}
+
+/**
+ * The options snapshot the last retryer was built from, with its policy kept
+ * in a template engine slot: a retryer built from the same options object
+ * holding the same values gets a copy of that policy in one call instead of
+ * staging and checking every option again, and shares the merged options
+ * and the replay record (neither is ever changed in place). Only snapshots
+ * of primitives and functions qualify: their classification cannot change.
+ */
+let template = null;
+
+function sameSnapshot(t, opts, given) {
+  if (t === null || t.opts !== opts) return false;
+  const keys = Object.keys(given);
+  if (keys.length !== t.keys.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    if (keys[i] !== t.keys[i] || !Object.is(given[keys[i]], t.values[i])) return false;
+  }
+  return true;
+}
+
+function remember(opts, given, merged, record, h) {
+  const keys = Object.keys(given);
+  const values = keys.map((k) => given[k]);
+  if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
+  w.stage(h);
+  const copy = w.commit(0);
+  if (template !== null) w.destroy(template.h);
+  template = { opts, keys, values, given: merged, record, h: copy };
 }
 
 /** Merges given options over `base` the way `retryer.options` shows them. */
@@ -329,7 +366,7 @@ export class AsyncRetryer {
   #attach() {
     const slot = this.#slot;
     if (slot.h !== 0) return;
-    const h = replay(this.#record);
+    const h = spawn(this.#record);
     const c = w.cells(h) / 8;
     if (slot.own !== null) {
       cells().set(slot.own, c);
@@ -346,6 +383,7 @@ export class AsyncRetryer {
     relieve();
   }
   #given = {};
+  #options = null;
   #pumping = false;
   #dirty = false;
   /** The newest flow's record; older unfinished ones wait in #older. */
@@ -372,17 +410,22 @@ export class AsyncRetryer {
     /** The function being retried. */
     this.fn = fn;
     const given = readOptions(initialOptions);
-    const slot = new Slot(applyOptions(0, given, this.#record));
+    let slot;
+    if (sameSnapshot(template, initialOptions, given)) {
+      slot = new Slot(spawn(template.record));
+      this.#given = template.given;
+      this.#record = template.record;
+    } else {
+      slot = new Slot(applyOptions(0, given, this.#record));
+      // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
+      this.#given = mergeOptions({}, given);
+      remember(initialOptions, given, this.#given, this.#record, slot.h);
+    }
     this.#slot = slot;
     registry?.register(this, slot, slot);
-    relieve();
-    // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
-    this.#given = mergeOptions({}, given);
     /** The `key` option, an identifier. */
     this.key = given.key;
-    /** The merged options, defaults included. */
-    this.options = this.#view();
-    this.#signal = this.options.signal;
+    this.#signal = this.#given.signal;
     const init = given.initialState;
     if (init !== null && typeof init === 'object') {
       // Read (and validated) once already; a getter that threw never gets here.
@@ -392,17 +435,31 @@ export class AsyncRetryer {
     /** The state store: `state` (8 fields) and `subscribe(listener)`. */
     this.store = new RetryerStore(this);
     this.#hint();
+    relieve();
+    slot.idleNow();
+  }
+
+  /** The merged options, defaults included (built when first read). */
+  get options() {
+    return (this.#options ??= this.#view());
+  }
+
+  set options(value) {
+    this.#options = value;
   }
 
   /** Merges and validates new options; an active flow goes on with them. */
   setOptions = (newOptions) => {
     const next = readOptions(newOptions);
     this.#attach();
-    applyOptions(this.#h, next, this.#record);
+    // A new record: the old one may be shared with other retryers.
+    const record = { ...this.#record };
+    applyOptions(this.#h, next, record);
+    this.#record = record;
     this.#given = mergeOptions(this.#given, next);
     if ('key' in next) this.key = next.key;
-    this.options = this.#view();
-    this.#signal = this.options.signal;
+    this.#options = null;
+    this.#signal = this.#given.signal;
     this.#hint();
     if (!this.#pumping) this.#input(w.next(this.#h));
   };
@@ -496,7 +553,7 @@ export class AsyncRetryer {
 
   /** Tells the engine what a dynamic `enabled` says, for `status`. */
   #hint() {
-    const enabled = this.options.enabled;
+    const enabled = this.#given.enabled;
     if (typeof enabled === 'function') {
       try {
         w.hint(this.#h, !!enabled(this));

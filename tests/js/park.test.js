@@ -154,3 +154,63 @@ describe('parking idle retryers', () => {
     expect(second).not.toBe(first)
   })
 })
+
+describe('retryers built from the same options object', () => {
+  it('see every change made to the object between constructions', async () => {
+    const opts = { maxAttempts: 1, baseWait: 0, throwOnError: false }
+    let calls = 0
+    const failing = async () => { calls++; throw new Error('no') }
+    const a = new AsyncRetryer(failing, opts)
+    opts.maxAttempts = 2
+    const b = new AsyncRetryer(failing, opts)
+    const onError = () => {}
+    opts.onError = onError
+    const c = new AsyncRetryer(failing, opts)
+    expect(a.options.maxAttempts).toBe(1)
+    expect(b.options.maxAttempts).toBe(2)
+    expect(b.options.onError).toBe(undefined)
+    expect(c.options.onError).toBe(onError)
+    await a.execute()
+    expect(calls).toBe(1)
+    await b.execute()
+    expect(calls).toBe(3)
+    opts.maxAttempts = 3
+    await new AsyncRetryer(failing, opts).execute()
+    expect(calls).toBe(6)
+  })
+
+  it('do not share setOptions, and a parked one comes back with its own options', async () => {
+    const opts = { maxAttempts: 2, baseWait: 0, throwOnError: false }
+    let n = 0
+    const failing = async () => { n++; throw new Error('no') }
+    const a = new AsyncRetryer(failing, opts)
+    const b = new AsyncRetryer(failing, opts)
+    a.setOptions({ maxAttempts: 3 })
+    expect(b.options.maxAttempts).toBe(2)
+    await b.execute()
+    expect(n).toBe(2)
+    // Park `a` (it is idle) under a crowd, then run it: 3 attempts.
+    const crowd = []
+    for (let i = 0; i < 1200; i++) {
+      crowd.push(new AsyncRetryer(async () => i))
+      await crowd.at(-1).execute()
+    }
+    expect(slotsInUse()).toBeLessThanOrEqual(520)
+    n = 0
+    await a.execute()
+    expect(n).toBe(3)
+    n = 0
+    await b.execute()
+    expect(n).toBe(2)
+  })
+
+  it('read getters once per construction, and take what they return each time', async () => {
+    let reads = 0
+    const opts = { get maxAttempts() { reads++; return reads } }
+    const r1 = new AsyncRetryer(async () => 1, opts)
+    const r2 = new AsyncRetryer(async () => 1, opts)
+    expect(reads).toBe(2)
+    expect(r1.options.maxAttempts).toBe(1)
+    expect(r2.options.maxAttempts).toBe(2)
+  })
+})
