@@ -288,6 +288,8 @@ function mergeOptions(base, opts) {
   return merged;
 }
 
+const NO_SUBSCRIBERS = Object.freeze([]);
+
 // Module-private keys through which a retryer's store reaches it.
 const READ_STATE = Symbol('retry-wasm state');
 const SUBSCRIBE = Symbol('retry-wasm subscribe');
@@ -389,7 +391,8 @@ export class AsyncRetryer {
   /** The newest flow's record; older unfinished ones wait in #older. */
   #flow = null;
   #older = null;
-  #timers = [undefined, undefined, undefined];
+  /** Timer handles by kind (wait, attempt, total), made on the first timer. */
+  #timers = null;
   /** Timer callbacks, made on the first timer. */
   #fire = null;
   /** The outside signal's listener, made on the first listen. */
@@ -397,7 +400,8 @@ export class AsyncRetryer {
   #listened = null;
   /** The `signal` option, read on every execute. */
   #signal = undefined;
-  #subscribers = [];
+  /** Replaced, never changed in place, so all retryers can start with one. */
+  #subscribers = NO_SUBSCRIBERS;
   #snap = null;
   #snapVersion = -1;
   #lastResult = undefined;
@@ -541,7 +545,7 @@ export class AsyncRetryer {
     registry?.unregister(slot);
     if (slot.h === 0) return;
     this.abort();
-    for (let t = 0; t < 3; t++) clearTimeout(this.#timers[t]);
+    for (let t = 0; t < 3; t++) clearTimeout(this.#timers?.[t]);
     slot.free();
   }
 
@@ -695,16 +699,15 @@ export class AsyncRetryer {
         return;
       }
       case FX_START_TIMER:
+        this.#timers ??= [undefined, undefined, undefined];
         clearTimeout(this.#timers[sub]);
-        this.#fire ??= [0, 1, 2].map((t) => () => {
-          this.#timers[t] = undefined;
-          this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
-        });
-        this.#timers[sub] = setTimeout(this.#fire[sub], F[c + CELL_VALUE]);
+        this.#timers[sub] = setTimeout(this.#fireOf(sub), F[c + CELL_VALUE]);
         return;
       case FX_CLEAR_TIMER:
-        clearTimeout(this.#timers[sub]);
-        this.#timers[sub] = undefined;
+        if (this.#timers !== null) {
+          clearTimeout(this.#timers[sub]);
+          this.#timers[sub] = undefined;
+        }
         return;
       case FX_ABORT_ATTEMPT: {
         const flow = this.#flowOf(F[c + CELL_GEN]);
@@ -756,6 +759,15 @@ export class AsyncRetryer {
         return;
       default:
     }
+  }
+
+  /** The callback of timer kind `t`, made on its first use. */
+  #fireOf(t) {
+    const fire = (this.#fire ??= [null, null, null]);
+    return (fire[t] ??= () => {
+      this.#timers[t] = undefined;
+      this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
+    });
   }
 
   /** Calls the function for the attempt the engine just named. */
