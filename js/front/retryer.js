@@ -490,8 +490,10 @@ export class AsyncRetryer {
     const prev = this.#flow;
     if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
     const signal = this.#signal;
-    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true, !this.#pumping);
-    flow.gen = this.#cells()[this.#c + CELL_LAST_GEN];
+    const slot = this.#slot;
+    // Numbers, not booleans, into the engine: V8 converts those fastest.
+    const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
+    flow.gen = cells()[slot.c + CELL_LAST_GEN];
     this.#flow = flow;
     // The common case, a lone first attempt: run it without the drain loop.
     if (e === FX_INVOKE && !this.#pumping) {
@@ -657,13 +659,15 @@ export class AsyncRetryer {
   #settled(gen, attempt, fulfilled, value) {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done) return;
-    const before = this.#cells()[this.#c + CELL_VERSION];
-    const pop = !this.#pumping;
+    // A flow that is not done belongs to an attached retryer.
+    const slot = this.#slot;
+    const before = cells()[slot.c + CELL_VERSION];
+    const pop = this.#pumping ? 0 : 1;
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
-      ? w.ok(this.#h, gen, attempt, Date.now(), pop)
-      : w.err(this.#h, gen, attempt, cancelled, Date.now(), pop);
-    if (this.#cells()[this.#c + CELL_VERSION] !== before) {
+      ? w.ok(slot.h, gen, attempt, Date.now(), pop)
+      : w.err(slot.h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
+    if (cells()[slot.c + CELL_VERSION] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
         flow.result = value;
@@ -777,7 +781,8 @@ export class AsyncRetryer {
   /** Calls the function for the attempt the engine just named. */
   #invoke(flow) {
     const gen = flow.gen;
-    const attempt = this.#cells()[this.#c + CELL_VALUE];
+    // Only an attached retryer invokes: its cells are in linear memory.
+    const attempt = cells()[this.#slot.c + CELL_VALUE];
     if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
     let p;
     try {
