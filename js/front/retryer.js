@@ -73,9 +73,10 @@ class Slot {
 
   /** Parks the slot if the engine says it is idle. */
   park() {
-    if (this.h === 0 || this.busy || !w.park(this.h, 0)) return false;
-    // A plain array: one allocation, where a typed array takes three.
+    // A flow in progress is visible in the cells: no call needed to skip it.
     const F = cells();
+    if (this.h === 0 || this.busy || F[this.c + CELL_ACTIVE] === 1 || !w.park(this.h, 0)) return false;
+    // A plain array: one allocation, where a typed array takes three.
     const own = new Array(CELLS);
     for (let i = 0; i < CELLS; i++) own[i] = F[this.c + i];
     this.own = own;
