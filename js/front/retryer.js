@@ -373,6 +373,10 @@ export class AsyncRetryer {
   #attach() {
     const slot = this.#slot;
     if (slot.h !== 0) return;
+    // Make room first: while this slot is empty parking cannot pick it (a
+    // disposed slot may still be queued), and once attached it is about to
+    // be used.
+    relieve();
     const h = spawn(this.#record);
     const c = w.cells(h) / 8;
     if (slot.own !== null) {
@@ -387,7 +391,6 @@ export class AsyncRetryer {
       slot.disposed = false;
       registry?.register(this, slot, slot);
     }
-    relieve();
   }
   #given = {};
   #options = null;
@@ -566,11 +569,19 @@ export class AsyncRetryer {
   #hint() {
     const enabled = this.#given.enabled;
     if (typeof enabled === 'function') {
+      // Busy while user code runs, so that nothing it does parks this
+      // retryer (and hands its slot to another) before the answer lands.
+      const slot = this.#slot;
+      const busy = slot.busy;
+      slot.busy = true;
       try {
-        w.hint(this.#h, !!enabled(this));
+        const on = !!enabled(this);
+        w.hint(slot.h, on);
       } catch {
         // Nobody can receive this error now; the next execute() asks
         // `enabled` again and rejects with what it throws.
+      } finally {
+        slot.busy = busy;
       }
     }
   }

@@ -214,3 +214,49 @@ describe('retryers built from the same options object', () => {
     expect(r2.options.maxAttempts).toBe(2)
   })
 })
+
+describe('disposed retryers', () => {
+  it('run again after Symbol.dispose even while crowded (the freed slot may still be queued)', async () => {
+    const dispose = Symbol.dispose ?? Symbol.for('Symbol.dispose')
+    // Busy retryers: queued when built, never parkable, so the queue is
+    // walked all the way to the disposed one.
+    const busy = []
+    for (let i = 0; i < 700; i++) {
+      busy.push(new AsyncRetryer(() => new Promise(() => {})))
+      busy[i].execute()
+    }
+    const r = new AsyncRetryer(async (x) => x * 3)
+    expect(await r.execute(1)).toBe(3)
+    r[dispose]()
+    const again = track(r.execute(2))
+    await flush()
+    expect(again.value).toBe(6)
+    expect(await r.execute(3)).toBe(9)
+    r[dispose]()
+    r[dispose]()
+    expect(await r.execute(4)).toBe(12)
+    for (const b of busy) b.abort()
+  })
+
+  it('an enabled function that builds retryers cannot hand its retryer\'s slot to them', async () => {
+    const busy = []
+    for (let i = 0; i < 700; i++) {
+      busy.push(new AsyncRetryer(() => new Promise(() => {})))
+      busy[i].execute()
+    }
+    const a = new AsyncRetryer(async () => 'a')
+    await a.execute()
+    let b = null
+    a.setOptions({
+      enabled: () => {
+        b ??= new AsyncRetryer(async () => 'b')
+        return false
+      },
+    })
+    expect(a.store.state.status).toBe('disabled')
+    expect(b.store.state.status).toBe('idle')
+    expect(await b.execute()).toBe('b')
+    expect(await a.execute()).toBe(undefined)
+    for (const r of busy) r.abort()
+  })
+})
