@@ -947,7 +947,18 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                 0 => s.m.set_listeners(inp.bool()),
                 _ => s.m.set_enabled_hint(inp.bool()),
             },
-            14 => {}
+            14 => {
+                // What the front end does with an idle retryer while many
+                // are alive: drop the machine, rebuild it from what it kept.
+                if let Some(parked) = s.m.park() {
+                    let mut m = Machine::new(s.m.policy().clone(), inp.u64());
+                    m.resume(&parked);
+                    // Compared as text: `now` may be NaN here, and NaN != NaN.
+                    let (again, kept) = (format!("{:?}", m.park()), format!("{:?}", Some(parked)));
+                    assert_eq!(again, kept, "resume(park()) lost something");
+                    s.m = m;
+                }
+            }
             _ => {
                 now = match inp.byte() % 4 {
                     0 | 1 => now + f64::from(inp.byte()),
