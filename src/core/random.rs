@@ -12,7 +12,7 @@ pub struct Rng {
 
 impl Rng {
     /// A generator whose sequence is fixed by `seed`.
-    pub fn new(seed: u64) -> Rng {
+    pub const fn new(seed: u64) -> Rng {
         Rng { state: seed }
     }
 

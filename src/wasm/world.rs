@@ -14,13 +14,14 @@ use crate::core::random::Rng;
 use super::codec::{self, tag, CELL_COUNT};
 
 /// The world, created on first use.
-struct Global(RefCell<Option<World>>);
+struct Global(RefCell<World>);
 
 // SAFETY: wasm32-unknown-unknown without the atomics feature has exactly one
 // thread; nothing can observe this cell concurrently.
 unsafe impl Sync for Global {}
 
-static WORLD: Global = Global(RefCell::new(None));
+// Built at compile time: no export pays for a lazy first-use check.
+static WORLD: Global = Global(RefCell::new(World::new()));
 
 /// Size of the buffer string option values are passed through.
 pub const SCRATCH: usize = 64;
@@ -44,7 +45,7 @@ pub fn scratch() -> &'static [u8; SCRATCH] {
 /// (which only a bug could cause; better a no-op than a trap).
 pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
     match WORLD.0.try_borrow_mut() {
-        Ok(mut slot) => f(slot.get_or_insert_with(World::new)),
+        Ok(mut world) => f(&mut world),
         Err(_) => fallback,
     }
 }
@@ -78,7 +79,6 @@ impl Slot {
 }
 
 /// Budgets by id, with reuse of freed ids.
-#[derive(Default)]
 pub struct BudgetSlab {
     slots: Vec<Option<Budget>>,
     free: Vec<u32>,
@@ -134,14 +134,17 @@ pub struct World {
 }
 
 impl World {
-    fn new() -> World {
+    const fn new() -> World {
         // Replaced by `seed` with the host's randomness as the module loads;
         // every retryer's jitter generator is then seeded from this one.
         let seed = 0x2545_F491_4F6C_DD1D;
         World {
             machines: Vec::new(),
             free: Vec::new(),
-            budgets: BudgetSlab::default(),
+            budgets: BudgetSlab {
+                slots: Vec::new(),
+                free: Vec::new(),
+            },
             staging: None,
             seeder: Rng::new(seed),
         }
