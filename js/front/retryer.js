@@ -59,7 +59,6 @@ class Slot {
     this.own = null;
     this.queued = false;
     this.busy = false;
-    this.disposed = false;
     attached++;
   }
 
@@ -387,10 +386,6 @@ export class AsyncRetryer {
     slot.h = h;
     slot.c = c;
     attached++;
-    if (slot.disposed) {
-      slot.disposed = false;
-      registry?.register(this, slot, slot);
-    }
   }
   #given = {};
   #options = null;
@@ -434,7 +429,10 @@ export class AsyncRetryer {
       remember(initialOptions, given, this.#given, this.#record, slot.h);
     }
     this.#slot = slot;
-    registry?.register(this, slot, slot);
+    // No unregister token (registering with one costs about twice as much):
+    // the finalizer frees whatever slot the retryer holds when it dies, and
+    // a disposed retryer simply holds none.
+    registry?.register(this, slot);
     /** The `key` option, an identifier. */
     this.key = given.key;
     this.#signal = this.#given.signal;
@@ -549,10 +547,7 @@ export class AsyncRetryer {
   /** Aborts any active flow and frees the engine's memory for this retryer. */
   [disposeSymbol]() {
     const slot = this.#slot;
-    if (slot.disposed) return;
-    slot.disposed = true;
     slot.own = null;
-    registry?.unregister(slot);
     if (slot.h === 0) return;
     this.abort();
     for (let t = 0; t < 3; t++) clearTimeout(this.#timers?.[t]);
