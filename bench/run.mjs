@@ -236,6 +236,8 @@ for (const c of perCallCases) {
   const { results } = report.perCall[c];
   const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
   ratios[c] = { fastestPeer: best, fastestPeerNs: best ? results[best].median : null, variants: {} };
+  const floor = results['clock-floor'];
+  if (floor && best) ratios[c].clockFloorVsFastestPeer = pairedRatio(floor, results[best]);
   for (const a of rwAdapters) {
     const r = results[a.id];
     if (!r) continue;
@@ -294,6 +296,10 @@ log(`\nRatios: retry-wasm / fastest (best) peer, < 1.00× means retry-wasm is ah
 log(`Per-call ratios are paired: the median over rounds of the two libraries' samples from the same round.`);
 if (ratioRows.length) {
   log(table(['case', 'retry-wasm', 'value', 'fastest peer', 'ratio', 'vs @tanstack/pacer', 'pacer ÷ rw'], ratioRows, 'llrlrlr'));
+  for (const c of perCallCases) {
+    const f = ratios[c]?.clockFloorVsFastestPeer;
+    if (f != null) log(`  ${c}: the floor (direct call + the 2 Date.now() reads pacer's state needs) is ${fmtRatio(f)} the fastest peer here`);
+  }
 } else {
   log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {

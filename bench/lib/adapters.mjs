@@ -161,27 +161,44 @@ export function retryWasmAdapters(mod) {
 
 /** Direct-call baselines: no library at all. */
 export function baselineAdapters() {
-  return [
-    {
-      id: 'direct',
-      label: 'direct call (baseline)',
-      kind: 'baseline',
-      zeroWaitTimer: false,
-      perCallOnly: true,
-      // A hand-written retry loop with no waits: for the success path it is
-      // just `await fn()`; for fail-once it is fn, catch, fn.
-      wrap(fn, { attempts, failures = 0 }) {
-        if (failures === 0) return fn;
-        return async () => {
-          for (let i = 1; ; i++) {
-            try {
-              return await fn();
-            } catch (e) {
-              if (i >= attempts) throw e;
-            }
+  const direct = {
+    id: 'direct',
+    label: 'direct call (baseline)',
+    kind: 'baseline',
+    zeroWaitTimer: false,
+    perCallOnly: true,
+    // A hand-written retry loop with no waits: for the success path it is
+    // just `await fn()`; for fail-once it is fn, catch, fn.
+    wrap(fn, { attempts, failures = 0 }) {
+      if (failures === 0) return fn;
+      return async () => {
+        for (let i = 1; ; i++) {
+          try {
+            return await fn();
+          } catch (e) {
+            if (i >= attempts) throw e;
           }
-        };
-      },
+        }
+      };
     },
-  ];
+  };
+  const clockFloor = {
+    id: 'clock-floor',
+    label: 'direct + 2 Date.now() (floor)',
+    kind: 'baseline',
+    zeroWaitTimer: false,
+    perCallOnly: true,
+    // The least any library keeping pacer's state can cost: the direct call
+    // plus the two clock reads that lastExecutionTime and totalExecutionTime
+    // need (retry-wasm reads exactly these two per call).
+    wrap(fn, policy) {
+      const call = direct.wrap(fn, policy);
+      return async () => {
+        const started = Date.now();
+        const value = await call();
+        return Date.now() >= started ? value : undefined;
+      };
+    },
+  };
+  return [direct, clockFloor];
 }
