@@ -387,6 +387,7 @@ export class AsyncRetryer {
     slot.c = c;
     attached++;
   }
+
   #given = {};
   #options = null;
   #pumping = false;
@@ -396,7 +397,7 @@ export class AsyncRetryer {
   #older = null;
   /** Timer handles by kind (wait, attempt, total), made on the first timer. */
   #timers = null;
-  /** Timer callbacks, made on the first timer. */
+  /** Timer callbacks, one per timer kind, each made on its first use. */
   #fire = null;
   /** The outside signal's listener, made on the first listen. */
   #onSignal = null;
