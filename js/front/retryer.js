@@ -150,27 +150,17 @@ function readOptions(opts) {
 
 /**
  * Stages one option's value; returns 0 or the engine's error code. Pushes
- * the engine calls made onto `calls` as triples (see `replay`), so that a
+ * the engine calls made onto `calls` as triples (see `stageCall`), so that a
  * parked retryer's policy can be rebuilt without reading user values again.
  */
 function stageOption(id, value, calls) {
   const tag = tagOf(value);
-  let code;
-  if (typeof value === 'string') {
-    code = w.opt_str(id, value);
-    calls.push(id, -1, value);
-  } else {
-    const num = numberOf(value, tag);
-    code = w.opt(id, tag, num);
-    calls.push(id, tag, num);
-  }
+  let code = typeof value === 'string'
+    ? stageCall(calls, id, -1, value)
+    : stageCall(calls, id, tag, numberOf(value, tag));
   if (!code && id === OPT_INTERVALS && tag === TAG_ARRAY) {
     const n = value.length;
-    for (let i = 0; i < n && !code; i++) {
-      const [t, num] = classify(value[i]);
-      code = w.interval(i, t, num);
-      calls.push(-1 - i, t, num);
-    }
+    for (let i = 0; i < n && !code; i++) code = stageCall(calls, -1 - i, ...classify(value[i]));
   }
   if (!code && id === OPT_INITIAL_STATE && tag === TAG_OBJECT) {
     for (let f = 0; f < INITIAL_FIELDS.length && !code; f++) {
@@ -180,6 +170,18 @@ function stageOption(id, value, calls) {
     }
   }
   return code;
+}
+
+/**
+ * One replayable staging call, as a triple `a, t, n`: entry `-1 - a` of
+ * `intervals` when `a` < 0, else option `a` with string `n` when `t` is -1,
+ * else option `a` with tag `t` and number `n`. Made, and pushed onto `calls`
+ * when given, by both first staging and `replay`. Returns the engine's code.
+ */
+function stageCall(calls, a, t, n) {
+  calls?.push(a, t, n);
+  if (a < 0) return w.interval(-1 - a, t, n);
+  return t === -1 ? w.opt_str(a, n) : w.opt(a, t, n);
 }
 
 /**
@@ -223,8 +225,12 @@ function applyOptions(h, opts, record) {
 
 /** A new engine slot with the policy `record` describes. */
 function spawn(record) {
-  if (template === null || template.record !== record) return replay(record);
-  w.stage(template.h);
+  return template === null || template.record !== record ? replay(record) : copyPolicy(template.h);
+}
+
+/** A new engine slot with engine slot `h`'s policy (already checked). */
+function copyPolicy(h) {
+  w.stage(h);
   return w.commit(0);
 }
 
@@ -232,14 +238,7 @@ function spawn(record) {
 function replay(record) {
   w.stage(0);
   for (const calls of Object.values(record)) {
-    for (let k = 0; k < calls.length; k += 3) {
-      const a = calls[k];
-      const t = calls[k + 1];
-      const n = calls[k + 2];
-      if (a < 0) w.interval(-1 - a, t, n);
-      else if (t === -1) w.opt_str(a, n);
-      else w.opt(a, t, n);
-    }
+    for (let k = 0; k < calls.length; k += 3) stageCall(null, calls[k], calls[k + 1], calls[k + 2]);
   }
   const r = w.commit(0);
   // Options that passed once pass again; a failure here is a bug.
@@ -271,8 +270,7 @@ function remember(opts, given, merged, record, h) {
   const keys = Object.keys(given);
   const values = keys.map((k) => given[k]);
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
-  w.stage(h);
-  const copy = w.commit(0);
+  const copy = copyPolicy(h);
   if (template !== null) w.destroy(template.h);
   template = { opts, keys, values, given: merged, record, h: copy };
 }
