@@ -25,6 +25,25 @@ function slotsInUse() {
 
 const COUNT = 1200
 
+/** `n` retryers that each ran one flow and went idle (parkable). */
+async function idleCrowd(n) {
+  const crowd = []
+  for (let i = 0; i < n; i++) {
+    crowd.push(new AsyncRetryer(async () => i))
+    await crowd[i].execute()
+  }
+  return crowd
+}
+
+/** `n` retryers each in a flow that never settles: queued, never parkable. */
+function busyCrowd(n) {
+  return Array.from({ length: n }, () => {
+    const r = new AsyncRetryer(() => new Promise(() => {}))
+    r.execute()
+    return r
+  })
+}
+
 afterEach(() => {
   vi.useRealTimers()
 })
@@ -78,13 +97,7 @@ describe('parking idle retryers', () => {
     const unsubscribe = r.store.subscribe((s) => seen.push(s.executionCount))
 
     const crowd = []
-    const park = async () => {
-      for (let i = 0; i < 700; i++) {
-        const c = new AsyncRetryer(async () => i)
-        crowd.push(c)
-        await c.execute()
-      }
-    }
+    const park = async () => crowd.push(await idleCrowd(700))
     await park()
 
     const t1 = track(r.execute())
@@ -133,12 +146,7 @@ describe('parking idle retryers', () => {
       }
     }
     const crowd = []
-    const crowdOut = async () => {
-      for (let i = 0; i < 700; i++) {
-        crowd.push(new AsyncRetryer(async () => i))
-        await crowd.at(-1).execute()
-      }
-    }
+    const crowdOut = async () => crowd.push(await idleCrowd(700))
     const opts = { maxAttempts: 3, baseWait: 200, jitter: 1, seed: 42 }
     await crowdOut()
     const parked = new AsyncRetryer(failTwice(), opts)
@@ -190,11 +198,7 @@ describe('retryers built from the same options object', () => {
     await b.execute()
     expect(n).toBe(2)
     // Park `a` (it is idle) under a crowd, then run it: 3 attempts.
-    const crowd = []
-    for (let i = 0; i < 1200; i++) {
-      crowd.push(new AsyncRetryer(async () => i))
-      await crowd.at(-1).execute()
-    }
+    await idleCrowd(1200)
     expect(slotsInUse()).toBeLessThanOrEqual(520)
     n = 0
     await a.execute()
@@ -220,11 +224,7 @@ describe('disposed retryers', () => {
     const dispose = Symbol.dispose ?? Symbol.for('Symbol.dispose')
     // Busy retryers: queued when built, never parkable, so the queue is
     // walked all the way to the disposed one.
-    const busy = []
-    for (let i = 0; i < 700; i++) {
-      busy.push(new AsyncRetryer(() => new Promise(() => {})))
-      busy[i].execute()
-    }
+    const busy = busyCrowd(700)
     const r = new AsyncRetryer(async (x) => x * 3)
     expect(await r.execute(1)).toBe(3)
     r[dispose]()
@@ -239,11 +239,7 @@ describe('disposed retryers', () => {
   })
 
   it('an enabled function that builds retryers cannot hand its retryer\'s slot to them', async () => {
-    const busy = []
-    for (let i = 0; i < 700; i++) {
-      busy.push(new AsyncRetryer(() => new Promise(() => {})))
-      busy[i].execute()
-    }
+    const busy = busyCrowd(700)
     const a = new AsyncRetryer(async () => 'a')
     await a.execute()
     let b = null

@@ -460,49 +460,36 @@ function report(label, before) {
   console.log(`[property] ${label}: ${JSON.stringify(d)}`)
 }
 
+/** NUM_RUNS random programs; every invariant must hold in each. */
+async function checkPrograms(label, withExtras) {
+  const before = { ...stats }
+  await fc.assert(
+    fc.asyncProperty(programArb(withExtras), async (program) => {
+      const ctx = await runProgram(program, withExtras)
+      if (ctx.problems.length) throw new Error(ctx.problems.slice(0, 8).join('\n'))
+    }),
+    { numRuns: NUM_RUNS, includeErrorInReport: true },
+  )
+  report(label, before)
+  await sanityRetry()
+}
+
 describe('random programs (fast-check)', () => {
   it(`§1 API: ${NUM_RUNS} random programs keep every invariant`, async () => {
-    const before = { ...stats }
-    await fc.assert(
-      fc.asyncProperty(programArb(false), async (program) => {
-        const ctx = await runProgram(program, false)
-        if (ctx.problems.length) throw new Error(ctx.problems.slice(0, 8).join('\n'))
-      }),
-      { numRuns: NUM_RUNS, includeErrorInReport: true },
-    )
-    report('§1', before)
-    await sanityRetry()
+    await checkPrograms('§1', false)
   }, 120_000)
 
   it(`§1 + §2 options: ${NUM_RUNS} random programs keep every invariant`, async () => {
-    const before = { ...stats }
-    await fc.assert(
-      fc.asyncProperty(programArb(true), async (program) => {
-        const ctx = await runProgram(program, true)
-        if (ctx.problems.length) throw new Error(ctx.problems.slice(0, 8).join('\n'))
-      }),
-      { numRuns: NUM_RUNS, includeErrorInReport: true },
-    )
-    report('§1+§2', before)
-    await sanityRetry()
+    await checkPrograms('§1+§2', true)
   }, 120_000)
 
   it(`§1 + §2 options, idle retryers parked after every step: ${NUM_RUNS} random programs keep every invariant`, async () => {
-    const before = { ...stats }
     crowd = Array.from({ length: 600 }, () => new AsyncRetryer(async () => 0))
     try {
-      await fc.assert(
-        fc.asyncProperty(programArb(true), async (program) => {
-          const ctx = await runProgram(program, true)
-          if (ctx.problems.length) throw new Error(ctx.problems.slice(0, 8).join('\n'))
-        }),
-        { numRuns: NUM_RUNS, includeErrorInReport: true },
-      )
+      await checkPrograms('§1+§2 parked', true)
     } finally {
       crowd = null
     }
-    report('§1+§2 parked', before)
-    await sanityRetry()
   }, 120_000)
 
   it('hostile option values at construction: a TypeError / RangeError or success, never a trap', async () => {
