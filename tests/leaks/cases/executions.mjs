@@ -6,7 +6,7 @@
 //                                               rejected object), baseWait 0,
 //                                               then succeeds
 import { AsyncRetryer } from 'retry-wasm';
-import { MB, check, describe, fmtDelta, liveHandles, report, settle, snapshot } from './lib.mjs';
+import { MB, check, describe, fmtDelta, liveHandles, memoryChange, report, settle, snapshot } from './lib.mjs';
 
 const variant = process.argv[2];
 check(variant === 'success' || variant === 'fail-once', `usage: executions.mjs success|fail-once (got ${variant})`);
@@ -55,22 +55,18 @@ check(state.executionCount === WARMUP + N, `executionCount ${state.executionCoun
 check(state.isExecuting === false, 'the retryer still shows a flow');
 if (variant === 'fail-once') check(calls === 2 * (WARMUP + N), `fn called ${calls} times, expected ${2 * (WARMUP + N)}`);
 
-const delta = end.total - start.total;
+const change = memoryChange(start, end);
+const { delta } = change;
 const ok = delta <= LIMIT;
 report(
   name,
   ok,
   {
     executions: N,
-    before: start.total,
-    after: end.total,
-    delta,
-    heapDelta: end.heap - start.heap,
-    wasmBefore: start.wasm,
-    wasmAfter: end.wasm,
+    ...change,
     trend,
     engineRetryers: liveHandles(),
     secs: Number(secs.toFixed(1)),
   },
-  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(end.heap - start.heap)}, wasm ${start.wasm} -> ${end.wasm} B; ${secs.toFixed(1)} s`,
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; ${secs.toFixed(1)} s`,
 );

@@ -75,6 +75,18 @@ export function liveHandles({ limit = Infinity, gap = 20_000 } = {}) {
   return live;
 }
 
+/** The figures every memory case reports, from two `snapshot()`s. */
+export function memoryChange(start, end) {
+  return {
+    before: start.total,
+    after: end.total,
+    delta: end.total - start.total,
+    heapDelta: end.heap - start.heap,
+    wasmBefore: start.wasm,
+    wasmAfter: end.wasm,
+  };
+}
+
 export const fmt = (b) => (Number.isNaN(b) ? 'n/a' : `${b.toLocaleString('en-US')} B`);
 export const fmtDelta = (b) => `${b >= 0 ? '+' : ''}${b.toLocaleString('en-US')} B (${(b / MB).toFixed(3)} MB)`;
 

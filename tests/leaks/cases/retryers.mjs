@@ -13,7 +13,7 @@
 //                                             so the engine never holds more
 //                                             than PEAK_LIMIT at a time
 import { AsyncRetryer } from 'retry-wasm';
-import { MB, check, describe, dispose, fmtDelta, liveHandles, report, settle, snapshot, turn } from './lib.mjs';
+import { MB, check, describe, dispose, fmtDelta, liveHandles, memoryChange, report, settle, snapshot, turn } from './lib.mjs';
 
 const variant = process.argv[2];
 check(['dispose', 'finalizer', 'crowd'].includes(variant), `usage: retryers.mjs dispose|finalizer|crowd (got ${variant})`);
@@ -67,7 +67,8 @@ const secs = (performance.now() - t0) / 1000;
 console.log(describe(`after ${N.toLocaleString('en-US')} more retryers, final gc`, end));
 console.log(`  engine retryers alive: ${liveAfter}${variant !== 'dispose' ? `; most alive at a batch boundary: ${peakLive}` : ''}`);
 
-const delta = end.total - start.total;
+const change = memoryChange(start, end);
+const { delta } = change;
 const leftover = liveAfter - liveBefore;
 const ok = delta <= LIMIT && !(leftover > 0) && !(variant === 'crowd' && !(peakLive <= PEAK_LIMIT));
 report(
@@ -75,16 +76,11 @@ report(
   ok,
   {
     retryers: N,
-    before: start.total,
-    after: end.total,
-    delta,
-    heapDelta: end.heap - start.heap,
-    wasmBefore: start.wasm,
-    wasmAfter: end.wasm,
+    ...change,
     engineRetryersBefore: liveBefore,
     engineRetryersAfter: liveAfter,
     ...(variant !== 'dispose' ? { peakEngineRetryers: peakLive } : {}),
     secs: Number(secs.toFixed(1)),
   },
-  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} retryers (limit +${LIMIT / MB} MB); heap ${fmtDelta(end.heap - start.heap)}, wasm ${start.wasm} -> ${end.wasm} B; engine retryers alive ${liveBefore} -> ${liveAfter}${variant === 'crowd' ? `, at most ${peakLive} in the loop (limit ${PEAK_LIMIT})` : ''}; ${secs.toFixed(1)} s`,
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} retryers (limit +${LIMIT / MB} MB); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine retryers alive ${liveBefore} -> ${liveAfter}${variant === 'crowd' ? `, at most ${peakLive} in the loop (limit ${PEAK_LIMIT})` : ''}; ${secs.toFixed(1)} s`,
 );
