@@ -14,6 +14,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync,
 import { dirname, join } from 'node:path';
 import { deflateRawSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
+import { snip } from './snip.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = join(root, 'pkg');
@@ -53,6 +54,7 @@ function sourceHash() {
     join(root, 'Cargo.lock'),
     join(root, '.cargo/config.toml'),
     fileURLToPath(import.meta.url),
+    join(root, 'scripts/snip.mjs'),
   ];
   for (const f of files) {
     if (!existsSync(f)) continue;
@@ -112,7 +114,10 @@ export async function build({ ifNeeded = false } = {}) {
   const bg = join(pkg, 'retry_wasm.wasm');
   const opt = join(root, 'node_modules/.bin/wasm-opt');
   if (existsSync(opt)) {
-    run(opt, [wasmOut, '-Oz', '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
+    const snipped = join(root, 'target/retry_wasm.snipped.wasm');
+    const cut = await snip(wasmOut, snipped);
+    if (cut !== null && cut.length === 0) console.warn('[build] snip found no panic code to remove: did the toolchain rename it?');
+    run(opt, [snipped, '-Oz', '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
   } else {
     console.warn('[build] node_modules/.bin/wasm-opt missing (run npm install); shipping unoptimised wasm');
     copyFileSync(wasmOut, bg);
