@@ -350,7 +350,7 @@ export class AsyncRetryer {
   /** The engine slot (see Slot); parked between flows when crowded. */
   #slot;
   /** The engine calls that rebuild this retryer's policy (see replay). */
-  #record = {};
+  #record;
 
   get #h() {
     return this.#slot.h;
@@ -386,7 +386,7 @@ export class AsyncRetryer {
     attached++;
   }
 
-  #given = {};
+  #given;
   #options = null;
   #pumping = false;
   #dirty = false;
@@ -417,6 +417,7 @@ export class AsyncRetryer {
     this.fn = fn;
     const given = readOptions(initialOptions);
     let slot;
+    this.#record = {};
     if (sameSnapshot(template, initialOptions, given)) {
       slot = new Slot(spawn(template.record));
       this.#given = template.given;
@@ -457,8 +458,68 @@ export class AsyncRetryer {
     this.#options = value;
   }
 
+  // The methods are bound, as pacer's are (`const { execute } = retryer`
+  // works), but each bound function is made when first read: a retryer used
+  // only through `execute` carries one closure, not five. A setter keeps
+  // them assignable, as pacer's own properties are.
+  #setOptionsFn = null;
+  #executeFn = null;
+  #getAbortSignalFn = null;
+  #abortFn = null;
+  #resetFn = null;
+
   /** Merges and validates new options; an active flow goes on with them. */
-  setOptions = (newOptions) => {
+  get setOptions() {
+    return (this.#setOptionsFn ??= (newOptions) => this.#setOptions(newOptions));
+  }
+
+  set setOptions(f) {
+    this.#setOptionsFn = f;
+  }
+
+  /**
+   * Runs the function with retries. Resolves its result, or `undefined`
+   * when disabled, aborted or (with throwOnError false) failed.
+   */
+  get execute() {
+    return (this.#executeFn ??= this.#makeExecute());
+  }
+
+  set execute(f) {
+    this.#executeFn = f;
+  }
+
+  /**
+   * The AbortSignal of the running attempt (pass it to `fetch`); `null` when
+   * no flow is active.
+   */
+  get getAbortSignal() {
+    return (this.#getAbortSignalFn ??= () => this.#abortSignal());
+  }
+
+  set getAbortSignal(f) {
+    this.#getAbortSignalFn = f;
+  }
+
+  /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
+  get abort() {
+    return (this.#abortFn ??= () => this.#abort());
+  }
+
+  set abort(f) {
+    this.#abortFn = f;
+  }
+
+  /** Restores the default state; an active flow goes on. */
+  get reset() {
+    return (this.#resetFn ??= () => this.#reset());
+  }
+
+  set reset(f) {
+    this.#resetFn = f;
+  }
+
+  #setOptions(newOptions) {
     const next = readOptions(newOptions);
     this.#attach();
     // A new record: the old one may be shared with other retryers.
@@ -471,54 +532,49 @@ export class AsyncRetryer {
     this.#signal = this.#given.signal;
     this.#hint();
     if (!this.#pumping) this.#input(w.next(this.#h));
-  };
+  }
 
-  /**
-   * Runs the function with retries. Resolves its result, or `undefined`
-   * when disabled, aborted or (with throwOnError false) failed.
-   */
-  execute = (...args) => {
-    if (this.#slot.h === 0) {
-      try {
-        this.#attach();
-      } catch (error) {
-        return Promise.reject(error);
+  /** The bound `execute`: the hot path, so its body is the closure's own. */
+  #makeExecute() {
+    return (...args) => {
+      if (this.#slot.h === 0) {
+        try {
+          this.#attach();
+        } catch (error) {
+          return Promise.reject(error);
+        }
       }
-    }
-    const flow = new Flow(args);
-    capturing = flow;
-    const promise = new Promise(capture);
-    const prev = this.#flow;
-    if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
-    const signal = this.#signal;
-    const slot = this.#slot;
-    // Numbers, not booleans, into the engine: V8 converts those fastest.
-    const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
-    flow.gen = cells()[slot.c + CELL_LAST_GEN];
-    this.#flow = flow;
-    // The common case, a lone first attempt: run it without the drain loop.
-    if (e === FX_INVOKE && !this.#pumping) {
-      this.#pumping = this.#slot.busy = true;
-      try {
-        this.#invoke(flow);
-      } finally {
-        this.#pumping = this.#slot.busy = false;
+      const flow = new Flow(args);
+      capturing = flow;
+      const promise = new Promise(capture);
+      const prev = this.#flow;
+      if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
+      const signal = this.#signal;
+      const slot = this.#slot;
+      // Numbers, not booleans, into the engine: V8 converts those fastest.
+      const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
+      flow.gen = cells()[slot.c + CELL_LAST_GEN];
+      this.#flow = flow;
+      // The common case, a lone first attempt: run it without the drain loop.
+      if (e === FX_INVOKE && !this.#pumping) {
+        this.#pumping = this.#slot.busy = true;
+        try {
+          this.#invoke(flow);
+        } finally {
+          this.#pumping = this.#slot.busy = false;
+        }
+        if (this.#dirty) {
+          this.#dirty = false;
+          this.#input(w.next(this.#h));
+        }
+      } else {
+        this.#input(e);
       }
-      if (this.#dirty) {
-        this.#dirty = false;
-        this.#input(w.next(this.#h));
-      }
-    } else {
-      this.#input(e);
-    }
-    return promise;
-  };
+      return promise;
+    };
+  }
 
-  /**
-   * The AbortSignal of the running attempt (pass it to `fetch`); `null` when
-   * no flow is active.
-   */
-  getAbortSignal = () => {
+  #abortSignal() {
     const F = this.#cells();
     const flow = this.#flow;
     if (F[this.#c + CELL_ACTIVE] !== 1 || flow === null) return null;
@@ -528,27 +584,25 @@ export class AsyncRetryer {
       flow.ctrlAttempt = attempt;
     }
     return flow.ctrl.signal;
-  };
+  }
 
-  /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
-  abort = () => {
+  #abort() {
     this.#input(w.cancel(this.#h, false, !this.#pumping));
-  };
+  }
 
-  /** Restores the default state; an active flow goes on. */
-  reset = () => {
+  #reset() {
     this.#attach();
     this.#lastResult = undefined;
     this.#lastError = undefined;
     this.#input(w.reset(this.#h, !this.#pumping));
-  };
+  }
 
   /** Aborts any active flow and frees the engine's memory for this retryer. */
   [disposeSymbol]() {
     const slot = this.#slot;
     slot.own = null;
     if (slot.h === 0) return;
-    this.abort();
+    this.#abort();
     for (let t = 0; t < 3; t++) clearTimeout(this.#timers?.[t]);
     slot.free();
   }

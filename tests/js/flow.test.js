@@ -125,6 +125,30 @@ async function captureUncaught(body) {
 
 // ------------------------------------------------------------- pacer compat
 
+describe('the methods are bound, as pacer\'s are', () => {
+  it('work destructured, keep their identity, and can be replaced', async () => {
+    const fn = vi.fn(async (x) => x * 2)
+    const r = new AsyncRetryer(fn)
+    const { execute, abort, reset, setOptions, getAbortSignal } = r
+    for (const name of ['execute', 'abort', 'reset', 'setOptions', 'getAbortSignal']) {
+      expect(typeof r[name]).toBe('function')
+      expect(r[name]).toBe(r[name])
+    }
+    expect(getAbortSignal()).toBe(null)
+    const p = execute(21)
+    expect(getAbortSignal()).toBeInstanceOf(AbortSignal)
+    expect(await p).toBe(42)
+    setOptions({ enabled: false })
+    expect(r.store.state.status).toBe('disabled')
+    reset()
+    abort()
+    expect(r.store.state.executionCount).toBe(0)
+    const mine = () => 'replaced'
+    r.execute = mine
+    expect(r.execute).toBe(mine)
+  })
+})
+
 describe('Pacer-compatible timing of the first attempt', () => {
   it('invokes attempt 1 synchronously inside execute()', () => {
     const fn = vi.fn(() => new Promise(() => {}))
