@@ -292,7 +292,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         retry_on_execution_timeout: _,
         initial_state: _,
     } = a;
-    let (i, j) = (a.initial_state, b.initial_state);
+    let (i, j) = (a.initial(), b.initial());
     same_num(a.max_attempts, b.max_attempts)
         && a.max_attempts_set == b.max_attempts_set
         && a.backoff == b.backoff
@@ -368,7 +368,7 @@ pub fn assert_policy_valid(p: &Policy, finished: bool) {
             assert!(non_negative(v), "interval {v:?} accepted");
         }
     }
-    let i = p.initial_state;
+    let i = p.initial();
     for v in [
         i.execution_count,
         i.last_execution_time,
@@ -405,7 +405,7 @@ fn assert_default(p: &Policy, opt: Opt) {
         Opt::MaxTotalExecutionTime => p.max_total_execution_time == d.max_total_execution_time,
         Opt::ThrowOnError => p.throw_on_error.is_none(),
         Opt::Enabled => p.enabled == Flag::Static(true),
-        Opt::InitialState => p.initial_state == InitialState::default(),
+        Opt::InitialState => p.initial() == InitialState::default(),
         Opt::Key => true,
         Opt::ShouldRetry => !p.should_retry,
         Opt::RetryAfter => !p.retry_after,

@@ -996,6 +996,31 @@ fn a_new_seed_restarts_the_sequence() {
     assert_eq!(third, fresh.fail_until_end(100));
 }
 
+#[test]
+fn machines_sharing_a_policy_go_their_own_ways() {
+    let opts = [
+        (Opt::Jitter, Raw::Number(0.5)),
+        (Opt::MaxAttempts, Raw::Number(6.0)),
+        (Opt::Seed, Raw::Number(3.0)),
+    ];
+    let mut a = Host::new(policy(&opts));
+    let mut b = Host::new(policy(&opts));
+    b.m = Machine::new(a.m.shared_policy(), 99);
+    assert!(Rc::ptr_eq(&a.m.shared_policy(), &b.m.shared_policy()));
+    // A new policy for one leaves the other's as it was.
+    a.set_policy(policy(&[(Opt::MaxAttempts, Raw::Number(2.0))]));
+    assert_eq!(b.m.policy(), &policy(&opts));
+    a.execute();
+    a.drain();
+    b.execute();
+    b.drain();
+    assert_eq!(a.fail_until_end(100).len(), 1);
+    let mut fresh = Host::new(policy(&opts));
+    fresh.execute();
+    fresh.drain();
+    assert_eq!(b.fail_until_end(100), fresh.fail_until_end(100));
+}
+
 // ----- options validation (SPEC §3 and the §2 options) -----
 
 fn refused(opt: Opt, raw: Raw<'_>) -> Option<(ErrorKind, Opt, Expect)> {

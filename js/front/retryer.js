@@ -225,13 +225,12 @@ function applyOptions(h, opts, record) {
 
 /** A new engine slot with the policy `record` describes. */
 function spawn(record) {
-  return template === null || template.record !== record ? replay(record) : copyPolicy(template.h);
+  return template === null || template.record !== record ? replay(record) : sharePolicy(template.h);
 }
 
-/** A new engine slot with engine slot `h`'s policy (already checked). */
-function copyPolicy(h) {
-  w.stage(h);
-  return w.commit(0);
+/** A new engine slot sharing engine slot `h`'s policy (already checked). */
+function sharePolicy(h) {
+  return w.share(h);
 }
 
 /** Builds a new engine slot from the calls `applyOptions` recorded. */
@@ -249,7 +248,7 @@ function replay(record) {
 /**
  * The options snapshot the last retryer was built from, with its policy kept
  * in a template engine slot: a retryer built from the same options object
- * holding the same values gets a copy of that policy in one call instead of
+ * holding the same values shares that policy (one call) instead of
  * staging and checking every option again, and shares the merged options
  * and the replay record (neither is ever changed in place). Only snapshots
  * of primitives and functions qualify: their classification cannot change.
@@ -270,7 +269,7 @@ function remember(opts, given, merged, record, h) {
   const keys = Object.keys(given);
   const values = keys.map((k) => given[k]);
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
-  const copy = copyPolicy(h);
+  const copy = sharePolicy(h);
   if (template !== null) w.destroy(template.h);
   template = { opts, keys, values, given: merged, record, h: copy };
 }

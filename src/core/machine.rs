@@ -11,6 +11,7 @@
 //! of an older flow or attempt are ignored.
 
 use alloc::boxed::Box;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
 
 use super::backoff::{self, Backoff, Jitter};
@@ -155,7 +156,10 @@ pub struct Parked {
 /// The retry state machine of one retryer.
 #[derive(Clone, Debug)]
 pub struct Machine {
-    policy: Policy,
+    /// Shared by the machines made with one policy (`Machine::new` with an
+    /// `Rc`): retryers built from the same options hold it once, which keeps
+    /// each retryer's engine memory small.
+    policy: Rc<Policy>,
     state: State,
     flow: Option<Flow>,
     pending_start: Option<PendingStart>,
@@ -175,14 +179,16 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// A machine with `policy` (already validated). `entropy` seeds the
-    /// jitter generator unless the policy has a `seed`.
-    pub fn new(policy: Policy, entropy: u64) -> Machine {
+    /// A machine with `policy` (already validated; a `Policy` or a shared
+    /// `Rc<Policy>`). `entropy` seeds the jitter generator unless the policy
+    /// has a `seed`.
+    pub fn new(policy: impl Into<Rc<Policy>>, entropy: u64) -> Machine {
+        let policy = policy.into();
         let rng = match policy.seed {
             Some(seed) => Rng::from_f64(seed),
             None => Rng::new(entropy),
         };
-        let init = policy.initial_state;
+        let init = policy.initial();
         let state = State {
             execution_count: init.execution_count.unwrap_or(0.0),
             last_execution_time: init.last_execution_time.unwrap_or(0.0),
@@ -245,6 +251,11 @@ impl Machine {
         &self.policy
     }
 
+    /// The current policy, shared: for another machine with the same one.
+    pub fn shared_policy(&self) -> Rc<Policy> {
+        Rc::clone(&self.policy)
+    }
+
     /// The numeric state.
     pub fn state(&self) -> &State {
         &self.state
@@ -273,7 +284,8 @@ impl Machine {
     /// Replaces the policy (`setOptions`, already validated). Does not touch
     /// a running flow; dynamic values are read at the next decision. A new
     /// `seed` restarts the jitter sequence.
-    pub fn set_policy(&mut self, policy: Policy) {
+    pub fn set_policy(&mut self, policy: impl Into<Rc<Policy>>) {
+        let policy = policy.into();
         if policy.seed.is_some() && policy.seed != self.policy.seed {
             self.rng = Rng::from_f64(policy.seed.unwrap_or(0.0));
         }

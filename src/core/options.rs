@@ -5,6 +5,7 @@
 //! (it can see types; the core cannot) and hands it over with the option's
 //! wire id. Every decision about what is acceptable is made here.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use super::backoff::{Backoff, Jitter};
@@ -287,8 +288,11 @@ pub struct Policy {
     pub seed: Option<f64>,
     /// `retryOnExecutionTimeout` (default false).
     pub retry_on_execution_timeout: bool,
-    /// `initialState`, applied once at construction.
-    pub initial_state: InitialState,
+    /// `initialState`, applied once at construction (see
+    /// [`Policy::initial`]). Boxed and `None` when not given: a policy can
+    /// be shared by many machines, and the smaller it is the less each
+    /// retryer with its own options holds.
+    pub initial_state: Option<Box<InitialState>>,
 }
 
 impl Default for Policy {
@@ -313,7 +317,7 @@ impl Default for Policy {
             budget: None,
             seed: None,
             retry_on_execution_timeout: false,
-            initial_state: InitialState::default(),
+            initial_state: None,
         }
     }
 }
@@ -462,7 +466,7 @@ impl Policy {
                 };
             }
             Opt::InitialState => match raw {
-                Raw::Undefined => self.initial_state = InitialState::default(),
+                Raw::Undefined => self.initial_state = None,
                 Raw::Object => {}
                 _ => return Err(type_err(Expect::Object)),
             },
@@ -572,7 +576,7 @@ impl Policy {
                 _ => Err(err(ErrorKind::Type, Expect::FiniteNonNegativeNumber)),
             }
         };
-        let s = &mut self.initial_state;
+        let s = self.initial_state.get_or_insert_with(Box::default);
         match field {
             0 => s.execution_count = number(raw)?,
             1 => s.last_execution_time = number(raw)?,
@@ -582,6 +586,11 @@ impl Policy {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The `initialState` fields given (all unset by default).
+    pub fn initial(&self) -> InitialState {
+        self.initial_state.as_deref().copied().unwrap_or_default()
     }
 
     /// Cross-option checks, run once every option of a call has been set.

@@ -121,6 +121,14 @@ pub extern "C" fn commit(h: u32) -> u32 {
     with_world(codec::COMMIT_FAILED, |w| w.commit(h))
 }
 
+/// A new retryer with retryer `h`'s policy, shared rather than copied (a
+/// retryer built from the same options as `h`). Returns its handle, or 0
+/// for a bad handle.
+#[no_mangle]
+pub extern "C" fn share(h: u32) -> u32 {
+    with_world(0, |w| w.share(h))
+}
+
 /// Drops the staged options (a failed constructor or `setOptions`).
 #[no_mangle]
 pub extern "C" fn unstage() {

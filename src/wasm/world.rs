@@ -3,6 +3,7 @@
 //! while JavaScript runs.
 
 use alloc::boxed::Box;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
@@ -203,6 +204,22 @@ impl World {
                 None => codec::COMMIT_FAILED,
             };
         }
+        self.insert(Rc::new(policy))
+    }
+
+    /// A new retryer sharing retryer `h`'s policy (which passed `commit`
+    /// once already): its handle, or 0 for a bad handle.
+    pub fn share(&mut self, h: u32) -> u32 {
+        match self.slot(h) {
+            Some(s) => {
+                let policy = s.machine.shared_policy();
+                self.insert(policy)
+            }
+            None => 0,
+        }
+    }
+
+    fn insert(&mut self, policy: Rc<Policy>) -> u32 {
         let machine = Machine::new(policy, self.seeder.next_u64());
         let mut slot = Box::new(Slot {
             machine,
