@@ -121,12 +121,13 @@ function isAbortError(e) {
 }
 
 /**
- * Reads `opts` once into a plain object (a getter or Proxy trap may run user
- * code, and must run only once). Anything that throws while reading becomes
- * a TypeError naming what could not be read.
+ * Reads `opts` once (a getter or Proxy trap may run user code, and must run
+ * only once): its own keys, and their values in the same order. Anything
+ * that throws while reading becomes a TypeError naming what could not be
+ * read.
  */
-function readOptions(opts) {
-  if (opts === undefined) return Object.create(null);
+function readEntries(opts) {
+  if (opts === undefined) return [[], []];
   if (opts === null || typeof opts !== 'object') {
     throw new TypeError(`retry-wasm: options must be an object; got ${show(opts)}`);
   }
@@ -136,15 +137,22 @@ function readOptions(opts) {
   } catch (e) {
     throw new TypeError(`retry-wasm: the options object could not be read: ${show(e)}`);
   }
-  // No prototype: an own '__proto__' key stays a key (and is refused).
-  const snapshot = Object.create(null);
-  for (const key of keys) {
+  const values = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
     try {
-      snapshot[key] = opts[key];
+      values[i] = opts[keys[i]];
     } catch (e) {
-      throw new TypeError(`retry-wasm: option '${key}' could not be read: ${show(e)}`);
+      throw new TypeError(`retry-wasm: option '${keys[i]}' could not be read: ${show(e)}`);
     }
   }
+  return [keys, values];
+}
+
+/** The entries as a plain object (see readEntries). */
+function snapshotOf([keys, values]) {
+  // No prototype: an own '__proto__' key stays a key (and is refused).
+  const snapshot = Object.create(null);
+  for (let i = 0; i < keys.length; i++) snapshot[keys[i]] = values[i];
   return snapshot;
 }
 
@@ -255,23 +263,19 @@ function replay(record) {
  */
 let template = null;
 
-function sameSnapshot(t, opts, given) {
-  if (t === null || t.opts !== opts) return false;
-  const keys = Object.keys(given);
-  if (keys.length !== t.keys.length) return false;
+function sameSnapshot(t, opts, [keys, values]) {
+  if (t === null || t.opts !== opts || keys.length !== t.keys.length) return false;
   for (let i = 0; i < keys.length; i++) {
-    if (keys[i] !== t.keys[i] || !Object.is(given[keys[i]], t.values[i])) return false;
+    if (keys[i] !== t.keys[i] || !Object.is(values[i], t.values[i])) return false;
   }
   return true;
 }
 
-function remember(opts, given, merged, record, h) {
-  const keys = Object.keys(given);
-  const values = keys.map((k) => given[k]);
+function remember(opts, [keys, values], merged, record, h) {
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
   const copy = sharePolicy(h);
   if (template !== null) w.destroy(template.h);
-  template = { opts, keys, values, given: merged, record, h: copy };
+  template = { opts, keys, values, given: merged, record, h: copy, key: merged.key };
 }
 
 /** Merges given options over `base` the way `retryer.options` shows them. */
@@ -414,28 +418,32 @@ export class AsyncRetryer {
     }
     /** The function being retried. */
     this.fn = fn;
-    const given = readOptions(initialOptions);
+    const entries = readEntries(initialOptions);
     let slot;
-    this.#record = {};
-    if (sameSnapshot(template, initialOptions, given)) {
+    // On the template path no snapshot object is built at all.
+    let given = null;
+    if (sameSnapshot(template, initialOptions, entries)) {
       slot = new Slot(spawn(template.record));
       this.#given = template.given;
       this.#record = template.record;
+      /** The `key` option, an identifier. */
+      this.key = template.key;
     } else {
+      given = snapshotOf(entries);
+      this.#record = {};
       slot = new Slot(applyOptions(0, given, this.#record));
       // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
       this.#given = mergeOptions({}, given);
-      remember(initialOptions, given, this.#given, this.#record, slot.h);
+      remember(initialOptions, entries, this.#given, this.#record, slot.h);
+      this.key = given.key;
     }
     this.#slot = slot;
     // No unregister token (registering with one costs about twice as much):
     // the finalizer frees whatever slot the retryer holds when it dies, and
     // a disposed retryer simply holds none.
     registry?.register(this, slot);
-    /** The `key` option, an identifier. */
-    this.key = given.key;
     this.#signal = this.#given.signal;
-    const init = given.initialState;
+    const init = given?.initialState;
     if (init !== null && typeof init === 'object') {
       // Read (and validated) once already; a getter that threw never gets here.
       this.#lastResult = init.lastResult;
@@ -519,7 +527,7 @@ export class AsyncRetryer {
   }
 
   #setOptions(newOptions) {
-    const next = readOptions(newOptions);
+    const next = snapshotOf(readEntries(newOptions));
     this.#attach();
     // A new record: the old one may be shared with other retryers.
     const record = { ...this.#record };
