@@ -166,9 +166,16 @@ pub struct Machine {
     last_gen: u32,
     last_started: u32,
     rng: Rng,
-    /// Steps to take, the next one LAST (a stack, so popping is cheap and
-    /// no ring-buffer code is linked into the wasm build).
+    /// The step to take first, before `front` and `queue`. A flow without
+    /// callbacks or subscribers never has more than one step waiting, so it
+    /// never allocates either vector: under load that is 256 B less per
+    /// flow.
+    head: Option<Step>,
+    /// Steps to take after `head`, the next one LAST (a stack, so popping is
+    /// cheap and no ring-buffer code is linked into the wasm build).
     queue: Vec<Step>,
+    /// While a popped step is being expanded: what it queues after `head`,
+    /// in order, to go before everything in `queue`.
     front: Vec<Step>,
     expanding: bool,
     /// The flow each timer was started for; `None` once it fired or a clear
@@ -206,6 +213,7 @@ impl Machine {
             last_gen: 0,
             last_started: 0,
             rng,
+            head: None,
             queue: Vec::new(),
             front: Vec::new(),
             expanding: false,
@@ -220,6 +228,7 @@ impl Machine {
     pub fn park(&self) -> Option<Parked> {
         let idle = self.flow.is_none()
             && self.pending_start.is_none()
+            && self.head.is_none()
             && self.queue.is_empty()
             && self.front.is_empty()
             && self.armed.iter().all(Option::is_none)
@@ -278,7 +287,7 @@ impl Machine {
 
     /// Whether effects are waiting to be popped.
     pub fn has_effects(&self) -> bool {
-        !self.queue.is_empty()
+        self.head.is_some() || !self.queue.is_empty()
     }
 
     /// Replaces the policy (`setOptions`, already validated). Does not touch
@@ -322,7 +331,7 @@ impl Machine {
 
     /// The next effect to carry out, if any.
     pub fn next_effect(&mut self) -> Option<Effect> {
-        while let Some(step) = self.queue.pop() {
+        while let Some(step) = self.head.take().or_else(|| self.queue.pop()) {
             if let Step::Out(effect) = step {
                 if let Effect::StartTimer { gen, timer, .. } = effect {
                     self.set_armed(timer, Some(gen));
@@ -503,7 +512,7 @@ impl Machine {
             }
             return;
         }
-        for step in self.queue.iter_mut() {
+        for step in self.head.iter_mut().chain(self.queue.iter_mut()) {
             if let Step::Out(Effect::Finish { gen: g, outcome }) = step {
                 if *g == gen {
                     *outcome = Outcome::Thrown;
@@ -966,6 +975,9 @@ impl Machine {
     }
 
     fn drop_queued(&mut self, gen: u32) {
+        if matches!(&self.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
+            self.head = None;
+        }
         self.queue
             .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
         self.front
@@ -986,7 +998,13 @@ impl Machine {
     /// Queues a step. While a popped step is being expanded, new steps go
     /// before everything that was queued after it.
     fn push(&mut self, step: Step) {
-        if self.expanding {
+        // The step popped for expanding came from `head` or, with `head`
+        // empty, from `queue`: either way `head` is free then, and the
+        // first step it queues goes before everything else.
+        if self.head.is_none() && (self.expanding || self.queue.is_empty()) && self.front.is_empty()
+        {
+            self.head = Some(step);
+        } else if self.expanding {
             self.front.push(step);
         } else {
             self.queue.insert(0, step);
