@@ -10,6 +10,9 @@
 //              200,000 short-lived retryers freed by Symbol.dispose or only
 //              by the FinalizationRegistry: within 2 MB, no engine slot left;
 //              crowd: no gc() in the loop, at most 1,024 engine slots held
+//   flows    node --expose-gc cases/flows.mjs
+//              10,000 concurrent flows: the engine's memory per flow within
+//              448 B (its slot), first attempts in flight and waiting
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
 //   exit     node cases/exit/*.mjs
@@ -21,7 +24,7 @@
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
 //
-//   node tests/leaks/run.mjs [--only executions,retryers,signal,exit]
+//   node tests/leaks/run.mjs [--only executions,retryers,flows,signal,exit]
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,6 +134,7 @@ const CASES = [
   gcCase('retryers', 'retryers.mjs', 'dispose'),
   gcCase('retryers', 'retryers.mjs', 'crowd'),
   gcCase('executions', 'executions.mjs', 'success'),
+  gcCase('flows', 'flows.mjs'),
   gcCase('signal', 'signal.mjs'),
   exitCase('baseline.mjs'),
   exitCase('deadlines.mjs'),
