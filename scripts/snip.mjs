@@ -3,7 +3,8 @@
 // --snip-rust-panicking-code and --snip-rust-fmt-code flags.
 //
 // The engine's panic handler traps without reading its message (see
-// `src/wasm/mod.rs`), so a panic's formatting code can never run. Yet the
+// `src/wasm/mod.rs`), and the engine formats nothing itself (no `format!`
+// or `write!` in src/), so formatting code can never run. Yet the
 // allocation-failure path (`handle_alloc_error`, reached from every `Vec`
 // growth) builds a "memory allocation of {n} bytes failed" message, which
 // keeps integer formatting, its digit table and the source paths of the
