@@ -468,20 +468,18 @@ export class AsyncRetryer {
   // The methods are bound, as pacer's are (`const { execute } = retryer`
   // works), but each bound function is made when first read: a retryer used
   // only through `execute` carries one closure, not five. A setter keeps
-  // them assignable, as pacer's own properties are.
-  #setOptionsFn = null;
+  // them assignable, as pacer's own properties are. `execute` has a field of
+  // its own; the four others share one record, made when one is first read.
   #executeFn = null;
-  #getAbortSignalFn = null;
-  #abortFn = null;
-  #resetFn = null;
+  #methods = null;
 
   /** Merges and validates new options; an active flow goes on with them. */
   get setOptions() {
-    return (this.#setOptionsFn ??= (newOptions) => this.#setOptions(newOptions));
+    return ((this.#methods ??= {}).setOptions ??= (newOptions) => this.#setOptions(newOptions));
   }
 
   set setOptions(f) {
-    this.#setOptionsFn = f;
+    (this.#methods ??= {}).setOptions = f;
   }
 
   /**
@@ -501,29 +499,29 @@ export class AsyncRetryer {
    * no flow is active.
    */
   get getAbortSignal() {
-    return (this.#getAbortSignalFn ??= () => this.#abortSignal());
+    return ((this.#methods ??= {}).getAbortSignal ??= () => this.#abortSignal());
   }
 
   set getAbortSignal(f) {
-    this.#getAbortSignalFn = f;
+    (this.#methods ??= {}).getAbortSignal = f;
   }
 
   /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
   get abort() {
-    return (this.#abortFn ??= () => this.#abort());
+    return ((this.#methods ??= {}).abort ??= () => this.#abort());
   }
 
   set abort(f) {
-    this.#abortFn = f;
+    (this.#methods ??= {}).abort = f;
   }
 
   /** Restores the default state; an active flow goes on. */
   get reset() {
-    return (this.#resetFn ??= () => this.#reset());
+    return ((this.#methods ??= {}).reset ??= () => this.#reset());
   }
 
   set reset(f) {
-    this.#resetFn = f;
+    (this.#methods ??= {}).reset = f;
   }
 
   #setOptions(newOptions) {
