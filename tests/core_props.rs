@@ -7,6 +7,8 @@
 //! - `chaos_keeps_the_invariants`: 512 cases of up to 80 inputs each;
 //! - `old_timers_never_act_on_a_new_flow`: 256 cases of up to 80 inputs,
 //!   timers firing while effects are still queued;
+//! - `the_plain_paths_equal_the_general_steps`: 512 cases of up to 60
+//!   inputs, half of them with the policies the plain paths serve;
 //! - `delays_stay_within_their_bounds`: 256 cases of up to 60 inputs;
 //! - `budget_shared_by_two_machines_stays_in_range`: 256 cases of up to
 //!   120 inputs.
@@ -251,6 +253,21 @@ impl Spec {
 
     fn forced_enabled(mut self) -> Spec {
         self.enabled = 9;
+        self
+    }
+
+    /// The policies the machine's plain paths serve: enabled, no
+    /// callbacks, no signal, no budget, no deadline.
+    fn plain(mut self) -> Spec {
+        self.enabled = 9;
+        self.callbacks = 0;
+        self.signal = false;
+        self.budget = false;
+        self.exec.0 = 0;
+        self.total.0 = 0;
+        if self.max_attempts == 6 {
+            self.max_attempts = 2;
+        }
         self
     }
 }
@@ -789,6 +806,51 @@ proptest! {
         prop_assert_eq!(&kept.log, &parked.log);
         prop_assert_eq!(kept.m.state(), parked.m.state());
         prop_assert_eq!(kept.m.last_gen(), parked.m.last_gen());
+    }
+}
+
+/// Drives a machine with `ops`, each followed by a drain that answers every
+/// question: 0 `execute()`, 1 the newest attempt succeeds, 2 it fails, 3
+/// `ms` pass (firing due timers).
+fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)]) -> Host {
+    let budgets = Rc::new(RefCell::new(vec![Budget::new(6.0, 0.5).unwrap()]));
+    let mut h = Host::with_budgets(spec.build(), budgets);
+    h.m.set_listeners(listeners);
+    let mut t = Track::default();
+    for &(kind, ms) in ops {
+        match kind {
+            0 => {
+                let gen = h.execute();
+                t.limit.insert(gen, attempt_limit(h.m.policy()));
+            }
+            1 if !h.invoked.is_empty() => h.ok_current(),
+            2 if !h.invoked.is_empty() => h.err_current(),
+            _ => {
+                h.advance(f64::from(ms));
+            }
+        }
+        drain_answering(&mut h, &mut t);
+    }
+    h
+}
+
+proptest! {
+    #![proptest_config(config(CHAOS_CASES))]
+
+    /// The machine's plain paths (`starts_plainly`, `ends_plainly`) come to
+    /// exactly what its general steps do. A subscriber turns the plain
+    /// paths off and adds only `StateChanged` effects, so with and without
+    /// one every other effect, the state and the generations must agree.
+    #[test]
+    fn the_plain_paths_equal_the_general_steps(
+        spec in prop_oneof![arb_spec(), arb_spec().prop_map(Spec::plain)],
+        ops in proptest::collection::vec((0u8..4, 0u16..3000), 1..60),
+    ) {
+        let plain = run_drained(&spec, false, &ops);
+        let general = run_drained(&spec, true, &ops);
+        prop_assert_eq!(quiet(&plain.log), quiet(&general.log));
+        prop_assert_eq!(plain.m.state(), general.m.state());
+        prop_assert_eq!(plain.m.last_gen(), general.m.last_gen());
     }
 }
 

@@ -373,6 +373,10 @@ impl Machine {
     pub fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
         self.last_gen = self.last_gen.wrapping_add(1);
         let gen = self.last_gen;
+        if !outside_aborted && self.starts_plainly() {
+            self.start_plainly(gen, now);
+            return gen;
+        }
         if let Some(old) = self.pending_start.take() {
             self.emit(Effect::Finish {
                 gen: old.gen,
@@ -409,11 +413,6 @@ impl Machine {
         let Some(flow) = self.flow.take() else {
             return;
         };
-        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
-            b.record_success();
-        }
-        self.clear_timers();
-        self.unlisten(&flow);
         let s = &mut self.state;
         s.execution_count += 1.0;
         s.is_executing = false;
@@ -421,6 +420,20 @@ impl Machine {
         s.total_execution_time = (now - flow.started).max(0.0);
         s.current_attempt = 0;
         s.has_last_result = true;
+        if self.ends_plainly(&flow) {
+            // What the general steps below come to in this case.
+            self.state.version = self.state.version.wrapping_add(1);
+            self.head = Some(Step::Out(Effect::Finish {
+                gen,
+                outcome: Outcome::Result,
+            }));
+            return;
+        }
+        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
+            b.record_success();
+        }
+        self.clear_timers();
+        self.unlisten(&flow);
         self.touch();
         self.call(gen, Cb::Success, 0);
         self.call(gen, Cb::Settled, 0);
@@ -610,6 +623,61 @@ impl Machine {
     }
 
     // ----- flow steps -----
+
+    /// Whether `execute()` can only start a first attempt and queue nothing
+    /// else: no flow to abort, no start pending, `enabled` statically true,
+    /// no signal to listen to, no deadline to arm, nobody subscribed, and
+    /// nothing queued. Most calls are this case; `start_plainly` takes it
+    /// without the general steps, to the same state and the same effect.
+    fn starts_plainly(&self) -> bool {
+        let p = &*self.policy;
+        self.flow.is_none()
+            && self.pending_start.is_none()
+            && !self.listeners
+            && !self.expanding
+            && self.head.is_none()
+            && self.queue.is_empty()
+            && p.enabled == Flag::Static(true)
+            && !p.signal
+            && !p.max_total_execution_time.is_finite()
+            && !p.max_execution_time.is_finite()
+    }
+
+    /// Whether a success of `flow` queues nothing but its `Finish`: no budget
+    /// to credit, no timer to clear, no signal to stop listening to, no
+    /// `onSuccess`/`onSettled`, nobody subscribed, and nothing queued.
+    fn ends_plainly(&self, flow: &Flow) -> bool {
+        let p = &*self.policy;
+        p.budget.is_none()
+            && self.armed == [None; 3]
+            && !flow.listening
+            && !self.listeners
+            && !self.expanding
+            && self.head.is_none()
+            && self.queue.is_empty()
+            && !p.has(Cb::Success)
+            && !p.has(Cb::Settled)
+    }
+
+    /// `start` and `begin_attempt(1)` when `starts_plainly`.
+    fn start_plainly(&mut self, gen: u32, now: f64) {
+        self.last_started = gen;
+        let s = &mut self.state;
+        s.is_executing = true;
+        s.current_attempt = 1;
+        s.has_last_error = false;
+        s.version = s.version.wrapping_add(1);
+        self.flow = Some(Flow {
+            gen,
+            started: now,
+            attempt: 1,
+            phase: Phase::Attempt,
+            deadline: now + self.policy.max_total_execution_time,
+            prev_delay: None,
+            listening: false,
+        });
+        self.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
+    }
 
     fn start(&mut self, gen: u32, now: f64, outside_aborted: bool) {
         if let Some(old) = self.flow.take() {
