@@ -633,10 +633,7 @@ impl Machine {
         let p = &*self.policy;
         self.flow.is_none()
             && self.pending_start.is_none()
-            && !self.listeners
-            && !self.expanding
-            && self.head.is_none()
-            && self.queue.is_empty()
+            && self.nothing_queued()
             && p.enabled == Flag::Static(true)
             && !p.signal
             && !p.max_total_execution_time.is_finite()
@@ -651,22 +648,27 @@ impl Machine {
         p.budget.is_none()
             && self.armed == [None; 3]
             && !flow.listening
-            && !self.listeners
-            && !self.expanding
-            && self.head.is_none()
-            && self.queue.is_empty()
+            && self.nothing_queued()
             && !p.has(Cb::Success)
             && !p.has(Cb::Settled)
     }
 
     /// `start` and `begin_attempt(1)` when `starts_plainly`.
     fn start_plainly(&mut self, gen: u32, now: f64) {
+        self.open_flow(gen, now);
+        self.state.version = self.state.version.wrapping_add(1);
+        self.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
+    }
+
+    /// Flow `gen`, started at `now`, becomes the active one, at attempt 1.
+    /// Inlined: the plain start is a hot path.
+    #[inline(always)]
+    fn open_flow(&mut self, gen: u32, now: f64) {
         self.last_started = gen;
         let s = &mut self.state;
         s.is_executing = true;
         s.current_attempt = 1;
         s.has_last_error = false;
-        s.version = s.version.wrapping_add(1);
         self.flow = Some(Flow {
             gen,
             started: now,
@@ -674,9 +676,14 @@ impl Machine {
             phase: Phase::Attempt,
             deadline: now + self.policy.max_total_execution_time,
             prev_delay: None,
-            listening: false,
+            listening: self.policy.signal,
         });
-        self.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
+    }
+
+    /// Nobody subscribed, and nothing queued or being expanded: what both
+    /// plain paths need of the machine besides the policy.
+    fn nothing_queued(&self) -> bool {
+        !self.listeners && !self.expanding && self.head.is_none() && self.queue.is_empty()
     }
 
     fn start(&mut self, gen: u32, now: f64, outside_aborted: bool) {
@@ -691,22 +698,9 @@ impl Machine {
             });
             return;
         }
-        self.last_started = gen;
-        self.state.is_executing = true;
-        self.state.current_attempt = 1;
-        self.state.has_last_error = false;
+        self.open_flow(gen, now);
         let total = self.policy.max_total_execution_time;
-        let listening = self.policy.signal;
-        self.flow = Some(Flow {
-            gen,
-            started: now,
-            attempt: 1,
-            phase: Phase::Attempt,
-            deadline: now + total,
-            prev_delay: None,
-            listening,
-        });
-        if listening {
+        if self.policy.signal {
             self.emit(Effect::Listen { gen });
         }
         if total.is_finite() {
