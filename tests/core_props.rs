@@ -523,14 +523,21 @@ fn check_budget(h: &Host) {
     }
 }
 
+/// A host for `spec` with one budget (id 0) and, with `listeners`, a
+/// subscriber.
+fn host_for(spec: &Spec, listeners: bool) -> Host {
+    let budgets = Rc::new(RefCell::new(vec![Budget::new(6.0, 0.5).unwrap()]));
+    let mut h = Host::with_budgets(spec.build(), budgets);
+    h.m.set_listeners(listeners);
+    h
+}
+
 /// Runs `ops` against a machine with policy `spec`. With `raw_timers`, due
 /// timers fire while effects are still queued (a host that does not drain
 /// before its event loop runs); otherwise the host drains first, as the
 /// JavaScript pump does.
 fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool, park_idle: bool) -> Host {
-    let budgets = Rc::new(RefCell::new(vec![Budget::new(6.0, 0.5).unwrap()]));
-    let mut h = Host::with_budgets(spec.build(), budgets);
-    h.m.set_listeners(listeners);
+    let mut h = host_for(spec, listeners);
     let mut t = Track::default();
     for op in ops {
         if park_idle {
@@ -813,9 +820,7 @@ proptest! {
 /// question: 0 `execute()`, 1 the newest attempt succeeds, 2 it fails, 3
 /// `ms` pass (firing due timers).
 fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)]) -> Host {
-    let budgets = Rc::new(RefCell::new(vec![Budget::new(6.0, 0.5).unwrap()]));
-    let mut h = Host::with_budgets(spec.build(), budgets);
-    h.m.set_listeners(listeners);
+    let mut h = host_for(spec, listeners);
     let mut t = Track::default();
     for &(kind, ms) in ops {
         match kind {
