@@ -27,6 +27,9 @@ export function cells() {
   return view;
 }
 
+/** Index (in `cells()`) of the window all retryers share; it never moves. */
+export const WIN = exports.window() / 8;
+
 // Every retryer's jitter generator is seeded from these 64 bits.
 const seed = crypto.getRandomValues(new Uint32Array(2));
 exports.seed(seed[0], seed[1]);

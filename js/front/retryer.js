@@ -1,21 +1,21 @@
 // AsyncRetryer: carries values between promises, timers, signals and the
 // engine. Every decision (what happens next, when, and with which state) is
 // the engine's; this file only carries out the effects it returns.
-import { cells, engine as w } from './engine.js';
+import { cells, engine as w, WIN } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
   ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB_ABORT, CB_ERROR, CB_EXECUTION_TIMEOUT, CB_GIVE_UP,
-  CB_LAST_ERROR, CB_RETRY, CB_SETTLED, CB_SUCCESS, CB_TOTAL_EXECUTION_TIMEOUT, CELL_ACTIVE,
-  CELL_ARG, CELL_ATTEMPT, CELL_COUNT, CELL_EXECUTING, CELL_GEN, CELL_HAS_ERROR, CELL_HAS_RESULT,
-  CELL_LAST_GEN, CELL_LAST_TIME, CELL_STATUS, CELL_TOTAL_TIME, CELL_VALUE, CELL_VERSION,
-  EVAL_BACKOFF, EVAL_BASE_WAIT, EVAL_ENABLED, EVAL_MAX_ATTEMPTS, EVAL_MAX_WAIT, EVAL_RETRY_AFTER,
+  CB_LAST_ERROR, CB_RETRY, CB_SETTLED, CB_SUCCESS, CB_TOTAL_EXECUTION_TIMEOUT, CELL_ATTEMPT,
+  CELL_COUNT, CELL_FLAGS, CELL_LAST_TIME, CELL_TOTAL_TIME, CELL_VERSION, EVAL_BACKOFF, EVAL_BASE_WAIT, EVAL_ENABLED, EVAL_MAX_ATTEMPTS, EVAL_MAX_WAIT, EVAL_RETRY_AFTER,
   EVAL_SHOULD_RETRY, FX_ABORT_ATTEMPT, FX_CALL, FX_CLEAR_TIMER, FX_EVAL, FX_FINISH, FX_INVOKE,
-  FX_LISTEN, FX_START_TIMER, FX_STATE_CHANGED, FX_UNLISTEN, GIVE_UP_REASONS, INITIAL_FIELDS, MORE,
+  FLAG_ACTIVE, FLAG_EXECUTING, FLAG_HAS_ERROR, FLAG_HAS_RESULT, FX_LISTEN, FX_START_TIMER,
+  FX_STATE_CHANGED, FX_UNLISTEN, GIVE_UP_REASONS, INITIAL_FIELDS, MORE,
   OPTION_IDS, OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
   OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
   OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, STATUSES,
-  TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED,
+  TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN, WIN_PARKED_LEN,
+  WIN_VALUE,
 } from './wire.js';
 
 /** Defaults as `retryer.options` shows them; the numbers come from the engine. */
@@ -74,10 +74,13 @@ class Slot {
   park() {
     // A flow in progress is visible in the cells: no call needed to skip it.
     const F = cells();
-    if (this.h === 0 || this.busy || F[this.c + CELL_ACTIVE] === 1 || !w.park(this.h, 0)) return false;
-    // A plain array: one allocation, where a typed array takes three.
-    const own = new Array(CELLS);
+    if (this.h === 0 || this.busy || (F[this.c + CELL_FLAGS] & FLAG_ACTIVE) !== 0 || !w.park(this.h, 0)) return false;
+    // A plain array: one allocation, where a typed array takes three. Its
+    // own cells first (the store reads them at offset 0), then what the
+    // engine wrote into the window for parking.
+    const own = new Array(CELLS + WIN_PARKED_LEN);
     for (let i = 0; i < CELLS; i++) own[i] = F[this.c + i];
+    for (let i = 0; i < WIN_PARKED_LEN; i++) own[CELLS + i] = F[WIN + WIN_LAST_GEN + i];
     this.own = own;
     this.free();
     return true;
@@ -380,7 +383,10 @@ export class AsyncRetryer {
     const h = spawn(this.#record);
     const c = w.cells(h) / 8;
     if (slot.own !== null) {
-      cells().set(slot.own, c);
+      const F = cells();
+      const own = slot.own;
+      for (let i = 0; i < CELLS; i++) F[c + i] = own[i];
+      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[CELLS + i];
       w.park(h, 1);
       slot.own = null;
     }
@@ -558,7 +564,7 @@ export class AsyncRetryer {
       const slot = this.#slot;
       // Numbers, not booleans, into the engine: V8 converts those fastest.
       const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
-      flow.gen = cells()[slot.c + CELL_LAST_GEN];
+      flow.gen = cells()[WIN + WIN_LAST_GEN];
       this.#flow = flow;
       // The common case, a lone first attempt: run it without the drain loop.
       if (e === FX_INVOKE && !this.#pumping) {
@@ -582,7 +588,7 @@ export class AsyncRetryer {
   #abortSignal() {
     const F = this.#cells();
     const flow = this.#flow;
-    if (F[this.#c + CELL_ACTIVE] !== 1 || flow === null) return null;
+    if ((F[this.#c + CELL_FLAGS] & FLAG_ACTIVE) === 0 || flow === null) return null;
     const attempt = F[this.#c + CELL_ATTEMPT];
     if (flow.ctrl === null || flow.ctrlAttempt !== attempt) {
       flow.ctrl = new AbortController();
@@ -653,14 +659,15 @@ export class AsyncRetryer {
     const version = F[c + CELL_VERSION];
     if (version !== this.#snapVersion || this.#snap === null) {
       this.#snapVersion = version;
+      const flags = F[c + CELL_FLAGS];
       this.#snap = {
         currentAttempt: F[c + CELL_ATTEMPT],
         executionCount: F[c + CELL_COUNT],
-        isExecuting: F[c + CELL_EXECUTING] === 1,
-        lastError: F[c + CELL_HAS_ERROR] === 1 ? this.#lastError : undefined,
+        isExecuting: (flags & FLAG_EXECUTING) !== 0,
+        lastError: (flags & FLAG_HAS_ERROR) !== 0 ? this.#lastError : undefined,
         lastExecutionTime: F[c + CELL_LAST_TIME],
-        lastResult: F[c + CELL_HAS_RESULT] === 1 ? this.#lastResult : undefined,
-        status: STATUSES[F[c + CELL_STATUS]],
+        lastResult: (flags & FLAG_HAS_RESULT) !== 0 ? this.#lastResult : undefined,
+        status: STATUSES[flags >>> 4],
         totalExecutionTime: F[c + CELL_TOTAL_TIME],
       };
     }
@@ -763,18 +770,18 @@ export class AsyncRetryer {
   #run(e) {
     const kind = e & 15;
     const sub = (e >>> 4) & 15;
-    const F = this.#cells();
-    const c = this.#c;
+    // Effects run only on attached retryers; their payload is in the window.
+    const F = cells();
     switch (kind) {
       case FX_INVOKE: {
-        const flow = this.#flowOf(F[c + CELL_GEN]);
+        const flow = this.#flowOf(F[WIN + WIN_GEN]);
         if (flow !== null) this.#invoke(flow);
         return;
       }
       case FX_START_TIMER:
         this.#timers ??= [undefined, undefined, undefined];
         clearTimeout(this.#timers[sub]);
-        this.#timers[sub] = setTimeout(this.#fireOf(sub), F[c + CELL_VALUE]);
+        this.#timers[sub] = setTimeout(this.#fireOf(sub), F[WIN + WIN_VALUE]);
         return;
       case FX_CLEAR_TIMER:
         if (this.#timers !== null) {
@@ -783,7 +790,7 @@ export class AsyncRetryer {
         }
         return;
       case FX_ABORT_ATTEMPT: {
-        const flow = this.#flowOf(F[c + CELL_GEN]);
+        const flow = this.#flowOf(F[WIN + WIN_GEN]);
         if (flow === null) return;
         let reason;
         if (sub === ABORT_EXECUTION_TIMEOUT) {
@@ -798,10 +805,10 @@ export class AsyncRetryer {
         return;
       }
       case FX_CALL:
-        this.#call(sub, F[c + CELL_GEN], F[c + CELL_ARG]);
+        this.#call(sub, F[WIN + WIN_GEN], F[WIN + WIN_ARG]);
         return;
       case FX_EVAL:
-        this.#eval(sub, F[c + CELL_GEN], F[c + CELL_VALUE]);
+        this.#eval(sub, F[WIN + WIN_GEN], F[WIN + WIN_VALUE]);
         return;
       case FX_LISTEN: {
         const signal = this.options.signal;
@@ -828,7 +835,7 @@ export class AsyncRetryer {
         return;
       }
       case FX_FINISH:
-        this.#finish(sub, F[c + CELL_GEN], F[c + CELL_ARG]);
+        this.#finish(sub, F[WIN + WIN_GEN], F[WIN + WIN_ARG]);
         return;
       default:
     }
@@ -847,7 +854,7 @@ export class AsyncRetryer {
   #invoke(flow) {
     const gen = flow.gen;
     // Only an attached retryer invokes: its cells are in linear memory.
-    const attempt = cells()[this.#slot.c + CELL_VALUE];
+    const attempt = cells()[WIN + WIN_VALUE];
     if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
     let p;
     try {

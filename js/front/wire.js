@@ -44,21 +44,30 @@ export const TAG_SIGNAL = 9;
 export const TAG_OTHER = 10;
 export const TAG_THREW = 11;
 
-/** State cell indices (codec.rs `cell`). */
+/** State cell indices (codec.rs `cell`): each retryer's own. */
 export const CELL_VERSION = 0;
 export const CELL_ATTEMPT = 1;
-export const CELL_EXECUTING = 2;
-export const CELL_STATUS = 3;
-export const CELL_COUNT = 4;
-export const CELL_LAST_TIME = 5;
-export const CELL_TOTAL_TIME = 6;
-export const CELL_HAS_RESULT = 7;
-export const CELL_HAS_ERROR = 8;
-export const CELL_ACTIVE = 9;
-export const CELL_LAST_GEN = 10;
-export const CELL_VALUE = 11;
-export const CELL_ARG = 12;
-export const CELL_GEN = 13;
+export const CELL_COUNT = 2;
+export const CELL_LAST_TIME = 3;
+export const CELL_TOTAL_TIME = 4;
+export const CELL_FLAGS = 5;
+
+/** Bits of CELL_FLAGS (codec.rs `flag`); the status is `flags >>> 4`. */
+export const FLAG_EXECUTING = 1;
+export const FLAG_HAS_RESULT = 2;
+export const FLAG_HAS_ERROR = 4;
+export const FLAG_ACTIVE = 8;
+
+/**
+ * Cells of the window all retryers share (codec.rs `window`), read right
+ * after the call that wrote them. A parked retryer keeps WIN_LAST_GEN and
+ * the three cells after it.
+ */
+export const WIN_VALUE = 0;
+export const WIN_ARG = 1;
+export const WIN_GEN = 2;
+export const WIN_LAST_GEN = 3;
+export const WIN_PARKED_LEN = 4;
 
 /** Effect kinds: the low four bits of an effect code. */
 export const FX_INVOKE = 1;

@@ -162,7 +162,9 @@ pub struct Machine {
     policy: Rc<Policy>,
     state: State,
     flow: Option<Flow>,
-    pending_start: Option<PendingStart>,
+    /// Boxed: only a dynamic `enabled` ever sets it, and every retryer's
+    /// slot size decides its allocator class.
+    pending_start: Option<Box<PendingStart>>,
     last_gen: u32,
     last_started: u32,
     rng: Rng,
@@ -390,11 +392,11 @@ impl Machine {
                 outcome: Outcome::Undefined,
             }),
             Flag::Dynamic => {
-                self.pending_start = Some(PendingStart {
+                self.pending_start = Some(Box::new(PendingStart {
                     gen,
                     now,
                     outside_aborted,
-                });
+                }));
                 self.emit(Effect::Eval {
                     gen,
                     what: Eval::Enabled,
@@ -536,7 +538,7 @@ impl Machine {
 
     /// The answer to an [`Effect::Eval`] of flow `gen`.
     pub fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
-        if let Some(pending) = self.pending_start {
+        if let Some(pending) = self.pending_start.as_deref().copied() {
             if pending.gen == gen {
                 self.pending_start = None;
                 match value {

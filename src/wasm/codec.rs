@@ -22,34 +22,59 @@ pub mod tag {
     pub const THREW: u32 = 11;
 }
 
-/// Cells of the state mirror, by index.
+/// Cells of the state mirror, by index: each retryer's own, read by
+/// `store.state` at any time.
 pub mod cell {
     pub const VERSION: usize = 0;
     pub const ATTEMPT: usize = 1;
-    pub const EXECUTING: usize = 2;
-    pub const STATUS: usize = 3;
-    pub const COUNT: usize = 4;
-    pub const LAST_TIME: usize = 5;
-    pub const TOTAL_TIME: usize = 6;
-    pub const HAS_RESULT: usize = 7;
-    pub const HAS_ERROR: usize = 8;
-    pub const ACTIVE: usize = 9;
-    pub const LAST_GEN: usize = 10;
-    /// Payload of the effect just popped: attempt number or delay in ms.
-    pub const VALUE: usize = 11;
-    /// Second payload: callback argument or option id.
-    pub const ARG: usize = 12;
-    /// Generation of the flow the popped effect belongs to.
-    pub const GEN: usize = 13;
-    /// A parked machine's jitter generator state, high and low 32 bits.
-    pub const RNG_HI: usize = 14;
-    pub const RNG_LO: usize = 15;
-    /// A parked machine's flags: 1 = has subscribers, 2 = enabled hint.
-    pub const FLAGS: usize = 16;
+    pub const COUNT: usize = 2;
+    pub const LAST_TIME: usize = 3;
+    pub const TOTAL_TIME: usize = 4;
+    /// The small fields packed into one cell (see `flag`): six cells fit a
+    /// retryer's slot into the 256 B allocator class, where one cell each
+    /// took 384 B.
+    pub const FLAGS: usize = 5;
+}
+
+/// Bits of `cell::FLAGS`; the status takes bits 4 and 5.
+pub mod flag {
+    pub const EXECUTING: u32 = 1;
+    pub const HAS_RESULT: u32 = 2;
+    pub const HAS_ERROR: u32 = 4;
+    pub const ACTIVE: u32 = 8;
+    pub const STATUS_SHIFT: u32 = 4;
 }
 
 /// Number of state cells per retryer.
-pub const CELL_COUNT: usize = 17;
+pub const CELL_COUNT: usize = 6;
+
+/// Cells of the one window all retryers share, by index. They hold what
+/// the front end reads right after the call that wrote them, before any
+/// user code can run and make another call.
+pub mod window {
+    /// Payload of the effect just popped: attempt number or delay in ms.
+    pub const VALUE: usize = 0;
+    /// Second payload: callback argument or option id.
+    pub const ARG: usize = 1;
+    /// Generation of the flow the popped effect belongs to.
+    pub const GEN: usize = 2;
+    /// Generation of the newest `execute()` of the retryer just called.
+    /// This cell and the three after it are what a parked retryer keeps
+    /// besides its own cells.
+    pub const LAST_GEN: usize = 3;
+    /// A machine being parked or resumed: its jitter generator's state,
+    /// high and low 32 bits, and its flags (1 = has subscribers, 2 =
+    /// enabled hint).
+    pub const RNG_HI: usize = 4;
+    pub const RNG_LO: usize = 5;
+    pub const PARKED: usize = 6;
+}
+
+/// Number of cells in the shared window.
+pub const WINDOW_LEN: usize = 7;
+
+/// The shared window's cells.
+pub type Window = [f64; WINDOW_LEN];
 
 /// Error code for "no such option" (also a misuse of the staging calls).
 pub const UNKNOWN_OPTION: u32 = encode_error(0, 0, Expect::UnknownOption as u32, 0);
@@ -98,8 +123,8 @@ pub fn provided(tag: u32, num: f64) -> Provided {
 }
 
 /// Encodes an effect as `kind | sub << 4 | more << 8` and writes its
-/// payload into the cells.
-pub fn encode(effect: Effect, more: bool, cells: &mut [f64; CELL_COUNT]) -> u32 {
+/// payload into the window.
+pub fn encode(effect: Effect, more: bool, win: &mut Window) -> u32 {
     let (kind, sub, gen, value, arg) = match effect {
         Effect::Invoke { gen, attempt } => (1, 0, gen, f64::from(attempt), 0.0),
         Effect::StartTimer { gen, timer, ms } => (2, timer as u32, gen, ms, 0.0),
@@ -121,38 +146,42 @@ pub fn encode(effect: Effect, more: bool, cells: &mut [f64; CELL_COUNT]) -> u32 
             (10, code, gen, 0.0, opt)
         }
     };
-    cells[cell::VALUE] = value;
-    cells[cell::ARG] = arg;
-    cells[cell::GEN] = f64::from(gen);
+    win[window::VALUE] = value;
+    win[window::ARG] = arg;
+    win[window::GEN] = f64::from(gen);
     kind | sub << 4 | u32::from(more) << 8
 }
 
-/// Mirrors the machine's observable state into the cells.
-pub fn mirror(m: &Machine, cells: &mut [f64; CELL_COUNT]) {
+/// Mirrors the machine's observable state into its cells, and its newest
+/// generation into the window.
+pub fn mirror(m: &Machine, cells: &mut [f64; CELL_COUNT], win: &mut Window) {
     let s = m.state();
     cells[cell::VERSION] = f64::from(s.version);
     cells[cell::ATTEMPT] = f64::from(s.current_attempt);
-    cells[cell::EXECUTING] = f64::from(u8::from(s.is_executing));
-    cells[cell::STATUS] = f64::from(m.status() as u8);
     cells[cell::COUNT] = s.execution_count;
     cells[cell::LAST_TIME] = s.last_execution_time;
     cells[cell::TOTAL_TIME] = s.total_execution_time;
-    cells[cell::HAS_RESULT] = f64::from(u8::from(s.has_last_result));
-    cells[cell::HAS_ERROR] = f64::from(u8::from(s.has_last_error));
-    cells[cell::ACTIVE] = f64::from(u8::from(m.is_active()));
-    cells[cell::LAST_GEN] = f64::from(m.last_gen());
+    let bit = |on: bool, b: u32| if on { b } else { 0 };
+    let flags = bit(s.is_executing, flag::EXECUTING)
+        | bit(s.has_last_result, flag::HAS_RESULT)
+        | bit(s.has_last_error, flag::HAS_ERROR)
+        | bit(m.is_active(), flag::ACTIVE)
+        | (m.status() as u32) << flag::STATUS_SHIFT;
+    cells[cell::FLAGS] = f64::from(flags);
+    win[window::LAST_GEN] = f64::from(m.last_gen());
 }
 
-/// Writes what `parked` keeps beyond the mirrored state into `cells`.
-pub fn write_parked(p: &Parked, cells: &mut [f64; CELL_COUNT]) {
-    cells[cell::RNG_HI] = f64::from((p.rng >> 32) as u32);
-    cells[cell::RNG_LO] = f64::from(p.rng as u32);
-    cells[cell::FLAGS] = f64::from(u8::from(p.listeners) | u8::from(p.enabled_hint) << 1);
+/// Writes what `parked` keeps beyond the mirrored state into the window.
+pub fn write_parked(p: &Parked, win: &mut Window) {
+    win[window::RNG_HI] = f64::from((p.rng >> 32) as u32);
+    win[window::RNG_LO] = f64::from(p.rng as u32);
+    win[window::PARKED] = f64::from(u8::from(p.listeners) | u8::from(p.enabled_hint) << 1);
 }
 
 /// Reads back what `mirror` and `write_parked` wrote for an idle machine.
-pub fn read_parked(cells: &[f64; CELL_COUNT]) -> Parked {
+pub fn read_parked(cells: &[f64; CELL_COUNT], win: &Window) -> Parked {
     let flags = cells[cell::FLAGS] as u32;
+    let parked = win[window::PARKED] as u32;
     Parked {
         state: State {
             current_attempt: 0,
@@ -160,14 +189,14 @@ pub fn read_parked(cells: &[f64; CELL_COUNT]) -> Parked {
             execution_count: cells[cell::COUNT],
             last_execution_time: cells[cell::LAST_TIME],
             total_execution_time: cells[cell::TOTAL_TIME],
-            has_last_result: cells[cell::HAS_RESULT] == 1.0,
-            has_last_error: cells[cell::HAS_ERROR] == 1.0,
+            has_last_result: flags & flag::HAS_RESULT != 0,
+            has_last_error: flags & flag::HAS_ERROR != 0,
             version: cells[cell::VERSION] as u32,
         },
-        last_gen: cells[cell::LAST_GEN] as u32,
-        rng: u64::from(cells[cell::RNG_HI] as u32) << 32 | u64::from(cells[cell::RNG_LO] as u32),
-        listeners: flags & 1 != 0,
-        enabled_hint: flags & 2 != 0,
+        last_gen: win[window::LAST_GEN] as u32,
+        rng: u64::from(win[window::RNG_HI] as u32) << 32 | u64::from(win[window::RNG_LO] as u32),
+        listeners: parked & 1 != 0,
+        enabled_hint: parked & 2 != 0,
     }
 }
 

@@ -153,6 +153,13 @@ pub extern "C" fn cell_count() -> u32 {
     CELL_COUNT as u32
 }
 
+/// Byte offset of the window: the cells all retryers share for what the
+/// front end reads right after a call (see `codec::window`).
+#[no_mangle]
+pub extern "C" fn window() -> u32 {
+    with_world(0, |w| w.window.as_ptr() as u32)
+}
+
 /// `execute()`. With `pop`, returns the first effect; else whether any is
 /// queued (the caller is already draining).
 #[no_mangle]
@@ -218,27 +225,27 @@ pub extern "C" fn reset(h: u32, pop: u32) -> u32 {
 }
 
 /// Parking, `back` = 0: when retryer `h`'s machine is idle, writes
-/// everything it needs to go on into its cells (see `codec::write_parked`)
-/// and returns 1; the front end copies the cells and may then `destroy` it.
-/// Returns 0 while busy. `back` = 1: rebuilds retryer `h` (just created
-/// with the same options) from such cells, copied back; returns 1.
-/// Returns 0 for a bad handle.
+/// everything it needs to go on into its cells and the window (see
+/// `codec::write_parked`) and returns 1; the front end copies both and may
+/// then `destroy` it. Returns 0 while busy. `back` = 1: rebuilds retryer
+/// `h` (just created with the same options) from such cells and window,
+/// copied back; returns 1. Returns 0 for a bad handle.
 #[no_mangle]
 pub extern "C" fn park(h: u32, back: u32) -> u32 {
     with_world(0, |w| {
-        let Some(s) = w.slot_mut(h) else {
+        let (Some(s), _, win) = w.split(h) else {
             return 0;
         };
         if back != 0 {
-            s.machine.resume(&codec::read_parked(&s.cells));
+            s.machine.resume(&codec::read_parked(&s.cells, win));
         } else if let Some(p) = s.machine.park() {
-            s.refresh();
-            codec::write_parked(&p, &mut s.cells);
+            s.refresh(win);
+            codec::write_parked(&p, win);
             return 1;
         } else {
             return 0;
         }
-        s.refresh();
+        s.refresh(win);
         1
     })
 }
@@ -246,9 +253,9 @@ pub extern "C" fn park(h: u32, back: u32) -> u32 {
 /// Pops the next effect (0 when none).
 #[no_mangle]
 pub extern "C" fn next(h: u32) -> u32 {
-    with_world(0, |w| match w.slot_mut(h) {
-        Some(s) => s.pop(),
-        None => 0,
+    with_world(0, |w| match w.split(h) {
+        (Some(s), _, win) => s.pop(win),
+        (None, ..) => 0,
     })
 }
 
@@ -298,15 +305,15 @@ pub extern "C" fn default_of(id: u32) -> f64 {
 
 fn input(h: u32, pop: u32, f: impl FnOnce(&mut Slot, &mut world::BudgetSlab)) -> u32 {
     with_world(0, |w| {
-        let (slot, budgets) = w.split(h);
+        let (slot, budgets, win) = w.split(h);
         let Some(slot) = slot else {
             return 0;
         };
         f(slot, budgets);
         if pop != 0 {
-            slot.pop()
+            slot.pop(win)
         } else {
-            slot.refresh();
+            slot.refresh(win);
             u32::from(slot.machine.has_effects())
         }
     })

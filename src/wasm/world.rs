@@ -12,7 +12,7 @@ use crate::core::machine::Machine;
 use crate::core::options::Policy;
 use crate::core::random::Rng;
 
-use super::codec::{self, tag, CELL_COUNT};
+use super::codec::{self, tag, Window, CELL_COUNT, WINDOW_LEN};
 
 /// The world, created on first use.
 struct Global(RefCell<World>);
@@ -51,6 +51,10 @@ pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
     }
 }
 
+// Under load every concurrent flow holds one slot: keep it in the 256 B
+// allocator class (`heap.rs`), the next one up is 384 B.
+const _: () = assert!(core::mem::size_of::<Slot>() <= 256);
+
 /// One retryer: its machine and the state cells JavaScript reads.
 pub struct Slot {
     pub machine: Machine,
@@ -60,22 +64,22 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Pops one effect, encodes it, and refreshes the cells.
-    pub fn pop(&mut self) -> u32 {
+    /// Pops one effect, encodes it into the window, and refreshes the cells.
+    pub fn pop(&mut self, win: &mut Window) -> u32 {
         let code = match self.machine.next_effect() {
             Some(e) => {
                 let more = self.machine.has_effects();
-                codec::encode(e, more, &mut self.cells)
+                codec::encode(e, more, win)
             }
             None => 0,
         };
-        self.refresh();
+        self.refresh(win);
         code
     }
 
-    /// Mirrors the state into the cells.
-    pub fn refresh(&mut self) {
-        codec::mirror(&self.machine, &mut self.cells);
+    /// Mirrors the state into the cells (and the window).
+    pub fn refresh(&mut self, win: &mut Window) {
+        codec::mirror(&self.machine, &mut self.cells, win);
     }
 }
 
@@ -132,6 +136,9 @@ pub struct World {
     /// Options being validated for a constructor or `setOptions` call.
     pub staging: Option<Policy>,
     seeder: Rng,
+    /// The cells all retryers share (see `codec::window`); inside the
+    /// static world, so its address never moves.
+    pub window: Window,
 }
 
 impl World {
@@ -148,6 +155,7 @@ impl World {
             },
             staging: None,
             seeder: Rng::new(seed),
+            window: [0.0; WINDOW_LEN],
         }
     }
 
@@ -167,8 +175,8 @@ impl World {
         self.machines.get_mut(i).and_then(|s| s.as_deref_mut())
     }
 
-    /// A retryer and the budgets, borrowed together.
-    pub fn split(&mut self, h: u32) -> (Option<&mut Slot>, &mut BudgetSlab) {
+    /// A retryer, the budgets and the window, borrowed together.
+    pub fn split(&mut self, h: u32) -> (Option<&mut Slot>, &mut BudgetSlab, &mut Window) {
         let slot = match h.checked_sub(1) {
             Some(i) => self
                 .machines
@@ -176,7 +184,7 @@ impl World {
                 .and_then(|s| s.as_deref_mut()),
             None => None,
         };
-        (slot, &mut self.budgets)
+        (slot, &mut self.budgets, &mut self.window)
     }
 
     pub fn stage(&mut self, h: u32) {
@@ -195,13 +203,13 @@ impl World {
             return 1 << 31 | codec::option_error(e);
         }
         if h != 0 {
-            return match self.slot_mut(h) {
-                Some(slot) => {
+            return match self.split(h) {
+                (Some(slot), _, win) => {
                     slot.machine.set_policy(policy);
-                    slot.refresh();
+                    slot.refresh(win);
                     h
                 }
-                None => codec::COMMIT_FAILED,
+                (None, ..) => codec::COMMIT_FAILED,
             };
         }
         self.insert(Rc::new(policy))
@@ -225,7 +233,7 @@ impl World {
             machine,
             cells: [0.0; CELL_COUNT],
         });
-        slot.refresh();
+        slot.refresh(&mut self.window);
         let index = match self.free.pop() {
             Some(i) => {
                 if let Some(place) = self.machines.get_mut(i as usize) {
