@@ -139,13 +139,20 @@ try {
   await setValue(tab, '#hang', '0.1');
   await setValue(tab, '#failureRate', '0.6');
   if (await tab.isEnabled('#seed')) await tab.fill('#seed', '55'); // fail, fail, hang, ok
+  // The status line is redrawn on the next animation frame: until then it
+  // still shows the aborted run as done, so wait for this run by its number.
+  const runNumber = () => Number(/run #(\d+)/.exec(document.querySelector('[data-testid="run-status"]')?.textContent ?? '')?.[1] ?? 0);
+  const before = await tab.evaluate(runNumber);
   await tab.click('[data-testid="run"]');
   const rows = await tab
     .waitForFunction(() => [...document.querySelectorAll('[data-testid="timeline"] li.tl-row')].some((li) => /attempt \d+/.test(li.textContent)), null, { timeout: 10_000 })
     .then(() => true, () => false);
   check('timeline shows rows "attempt N ..."', rows);
   const finished = await tab
-    .waitForFunction(() => document.querySelector('[data-testid="run-status"]')?.dataset.state === 'done', null, { timeout: 30_000 })
+    .waitForFunction((n) => {
+      const status = document.querySelector('[data-testid="run-status"]');
+      return status?.dataset.state === 'done' && Number(/run #(\d+)/.exec(status.textContent)?.[1] ?? 0) > n;
+    }, before, { timeout: 30_000 })
     .then(() => true, () => false);
   check('the run finishes', finished, await tab.textContent('[data-testid="run-status"]'));
   const rowTexts = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
