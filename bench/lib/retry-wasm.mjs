@@ -10,7 +10,7 @@
 // If none can be imported, the harness prints a note and skips the column.
 
 import { createRequire } from 'node:module';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 
@@ -32,12 +32,11 @@ export function resolveRetryWasm() {
       const req = createRequire(path.join(CONSUMER_DIR, 'noop.js'));
       const resolved = req.resolve('retry-wasm');
       // npm run bench rebuilds the repo's pkg/ but does not repack: say so
-      // when the installed tarball is older than the repo's build.
+      // when the installed package's engine or front differs from the
+      // repo's (by content: a rebuild that changed nothing is not stale).
       let from = 'packed tarball in .consumer/node_modules';
-      const built = path.join(REPO_ROOT, 'pkg', 'wasm-bytes.js');
-      const packed = path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm', 'pkg', 'wasm-bytes.js');
-      if (existsSync(built) && existsSync(packed) && statSync(built).mtimeMs > statSync(packed).mtimeMs + 1000) {
-        from += ' (OLDER than the repo build in pkg/: repack to measure the latest)';
+      if (packedDiffers(path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm'))) {
+        from += ' (DIFFERS from the repo build: repack to measure the latest)';
       }
       return { path: resolved, from };
     } catch (e) {
@@ -79,4 +78,15 @@ export async function loadRetryWasm() {
 
 function firstLine(e) {
   return String((e && e.message) || e).split('\n')[0];
+}
+
+/** Whether the package installed at `dir` differs from the repo's pkg/ and js/. */
+function packedDiffers(dir) {
+  const files = ['pkg/wasm-bytes.js', 'js/index.js', ...readdirSync(path.join(REPO_ROOT, 'js', 'front')).map((f) => `js/front/${f}`)];
+  const read = (root, f) => (existsSync(path.join(root, f)) ? readFileSync(path.join(root, f)) : null);
+  return files.some((f) => {
+    const a = read(REPO_ROOT, f);
+    const b = read(dir, f);
+    return a === null || b === null || !a.equals(b);
+  });
 }
