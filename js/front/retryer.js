@@ -402,10 +402,11 @@ export class AsyncRetryer {
   /** The newest flow's record; older unfinished ones wait in #older. */
   #flow = null;
   #older = null;
-  /** Timer handles by kind (wait, attempt, total), made on the first timer. */
+  /**
+   * Made on the first timer: the handles by kind (wait, attempt, total) at
+   * 0-2, and at 3-5 the callbacks, one per kind, each made on its first use.
+   */
   #timers = null;
-  /** Timer callbacks, one per timer kind, each made on its first use. */
-  #fire = null;
   /** The outside signal's listener, made on the first listen. */
   #onSignal = null;
   #listened = null;
@@ -455,11 +456,19 @@ export class AsyncRetryer {
       this.#lastResult = init.lastResult;
       this.#lastError = init.lastError;
     }
-    /** The state store: `state` (8 fields) and `subscribe(listener)`. */
-    this.store = new RetryerStore(this);
     this.#hint();
     relieve();
     slot.idleNow();
+  }
+
+  #store = null;
+
+  /**
+   * The state store: `state` (8 fields) and `subscribe(listener)`. Made
+   * when first read: a retryer used only through `execute` never needs it.
+   */
+  get store() {
+    return (this.#store ??= new RetryerStore(this));
   }
 
   /** The merged options, defaults included (built when first read). */
@@ -779,7 +788,7 @@ export class AsyncRetryer {
         return;
       }
       case FX_START_TIMER:
-        this.#timers ??= [undefined, undefined, undefined];
+        this.#timers ??= [undefined, undefined, undefined, null, null, null];
         clearTimeout(this.#timers[sub]);
         this.#timers[sub] = setTimeout(this.#fireOf(sub), F[WIN + WIN_VALUE]);
         return;
@@ -843,8 +852,8 @@ export class AsyncRetryer {
 
   /** The callback of timer kind `t`, made on its first use. */
   #fireOf(t) {
-    const fire = (this.#fire ??= [null, null, null]);
-    return (fire[t] ??= () => {
+    const timers = this.#timers;
+    return (timers[t + 3] ??= () => {
       this.#timers[t] = undefined;
       this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
     });

@@ -147,6 +147,16 @@ describe('the methods are bound, as pacer\'s are', () => {
     r.execute = mine
     expect(r.execute).toBe(mine)
   })
+
+  it('keep one store, made when first read, that sees the flows run before it', async () => {
+    const r = new AsyncRetryer(async () => 7)
+    expect(await r.execute()).toBe(7)
+    const store = r.store
+    expect(r.store).toBe(store)
+    expect(store.state.executionCount).toBe(1)
+    expect(store.state.lastResult).toBe(7)
+    expect(store.state.status).toBe('idle')
+  })
 })
 
 describe('Pacer-compatible timing of the first attempt', () => {
