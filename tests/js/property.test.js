@@ -55,7 +55,9 @@ function describeError(e) {
 // ------------------------------------------------------------- arbitraries
 
 const FN_KINDS = ['resolve', 'plain', 'reject', 'rejectPlain', 'throw', 'throwString', 'thenable', 'thenableReject', 'never', 'abortError', 'lateResolve', 'lateReject']
-const REACTIONS = ['none', 'none', 'none', 'abort', 'execute', 'setOptions', 'reset', 'read']
+// The '...Other' reactions act on the next retryer: the engine's calls for
+// one retryer then run inside another's callback (they share one window).
+const REACTIONS = ['none', 'none', 'none', 'abort', 'execute', 'setOptions', 'reset', 'read', 'executeOther', 'abortOther']
 const CALLBACKS = ['onRetry', 'onError', 'onLastError', 'onSuccess', 'onSettled', 'onAbort', 'onExecutionTimeout', 'onTotalExecutionTimeout']
 const EXTRA_CALLBACKS = ['onGiveUp']
 
@@ -174,12 +176,12 @@ async function runProgram(program, withExtras) {
   const budget = withExtras ? new RetryBudget({ maxTokens: 5, tokenRatio: 0.5 }) : null
 
   const retryers = []
-  const track = (p, where) => {
+  const track = (p, where, idx) => {
     if (!p || typeof p.then !== 'function') {
       problem(`execute() did not return a promise (${where})`)
       return
     }
-    const t = { count: 0, status: 'pending', value: undefined, reason: undefined, where }
+    const t = { count: 0, status: 'pending', value: undefined, reason: undefined, where, idx }
     ctx.tracked.push(t)
     stats.executes++
     p.then(
@@ -212,7 +214,12 @@ async function runProgram(program, withExtras) {
     ctx.reentrantLeft--
     stats.reentrant++
     if (action === 'abort') safely(`${cbName}->abort`, () => r.abort())
-    else if (action === 'execute') safely(`${cbName}->execute`, () => track(r.execute('re'), `${cbName}->execute`))
+    else if (action === 'execute') safely(`${cbName}->execute`, () => track(r.execute('re'), `${cbName}->execute`, idx))
+    else if (action === 'executeOther') {
+      const j = (idx + 1) % retryers.length
+      safely(`${cbName}->execute ${j}`, () => track(retryers[j].execute('other'), `${cbName}->execute ${j}`, j))
+    }
+    else if (action === 'abortOther') safely(`${cbName}->abort other`, () => retryers[(idx + 1) % retryers.length].abort())
     else if (action === 'setOptions') {
       const x = spec.extras
       const opts = x && !x.infinite && x.intervals !== undefined ? { baseWait: 2 } : { baseWait: 2, maxAttempts: 2 }
@@ -323,7 +330,7 @@ async function runProgram(program, withExtras) {
     const where = `#${k} ${cmd.op}`
     switch (cmd.op) {
       case 'execute':
-        safely(where, () => track(r.execute(cmd.arg), where))
+        safely(where, () => track(r.execute(cmd.arg), where, cmd.r ?? 0))
         break
       case 'abort':
         safely(where, () => r.abort())
@@ -412,8 +419,8 @@ async function runProgram(program, withExtras) {
     if (t.count !== 1) problem(`promise from ${t.where} settled ${t.count} times`)
     if (t.status === 'fulfilled') {
       stats.settledFulfilled++
-      if (t.value !== undefined && !(t.value && typeof t.value === 'object' && 'ok' in t.value)) {
-        problem(`promise from ${t.where} fulfilled with ${describeError(t.value)}`)
+      if (t.value !== undefined && !(t.value && typeof t.value === 'object' && t.value.ok === t.idx)) {
+        problem(`promise from ${t.where} (retryer ${t.idx}) fulfilled with ${describeError(t.value)}`)
       }
     }
     if (t.status === 'rejected') {
