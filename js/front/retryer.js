@@ -937,7 +937,10 @@ export class AsyncRetryer {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done) return;
     flow.done = true;
-    this.#older?.delete(gen);
+    // Nothing of a settled flow stays reachable from the retryer. Before
+    // resolving: reading a result's `then` may run user code.
+    if (this.#flow === flow) this.#flow = null;
+    else this.#older?.delete(gen);
     switch (outcome) {
       case OUTCOME_RESULT: flow.resolve(flow.result); break;
       case OUTCOME_UNDEFINED: flow.resolve(undefined); break;
@@ -946,9 +949,6 @@ export class AsyncRetryer {
       case OUTCOME_THROWN: flow.reject(flow.thrown?.error); break;
       default: flow.resolve(undefined);
     }
-    // Nothing of a settled flow stays reachable from the retryer.
-    flow.args = flow.result = flow.error = flow.thrown = flow.invalid = undefined;
-    flow.ctrl = null;
     this.#slot.idleNow();
   }
 }

@@ -12,7 +12,11 @@
 //              crowd: no gc() in the loop, at most 1,024 engine slots held
 //   flows    node --expose-gc cases/flows.mjs
 //              10,000 concurrent flows: the engine's memory per flow within
-//              448 B (its slot), first attempts in flight and waiting
+//              320 B (its slot), first attempts in flight and waiting
+//   settled  node --expose-gc cases/settled.mjs
+//              flows that end every way, on retryers kept alive: nothing
+//              the state does not show (arguments, a thrown callback error,
+//              an invalid option answer) stays reachable
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
 //   exit     node cases/exit/*.mjs
@@ -24,7 +28,7 @@
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
 //
-//   node tests/leaks/run.mjs [--only executions,retryers,flows,signal,exit]
+//   node tests/leaks/run.mjs [--only executions,retryers,flows,settled,signal,exit]
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -135,6 +139,7 @@ const CASES = [
   gcCase('retryers', 'retryers.mjs', 'crowd'),
   gcCase('executions', 'executions.mjs', 'success'),
   gcCase('flows', 'flows.mjs'),
+  gcCase('settled', 'settled.mjs'),
   gcCase('signal', 'signal.mjs'),
   exitCase('baseline.mjs'),
   exitCase('deadlines.mjs'),
