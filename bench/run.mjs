@@ -4,6 +4,7 @@
 //
 //   node bench/run.mjs [--quick] [--cases=success,fail-once,load,memory,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
+//                      [--load-runs=N]
 //                      [--libs=id,id,...] [--json-out=FILE]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
@@ -44,7 +45,7 @@ const config = {
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
   flows: Number(opt('flows', quick ? 2000 : 10_000)),
-  loadRuns: quick ? 2 : 3,
+  loadRuns: quick ? 2 : Number(opt('load-runs', 8)),
   passes: Number(opt('passes', quick ? 1 : 2)),
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
