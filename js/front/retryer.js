@@ -55,11 +55,30 @@ let idleHead = 0;
  */
 class Slot {
   constructor(h) {
-    this.h = h;
-    this.c = w.cells(h) / 8;
+    this.h = 0;
+    this.c = 0;
     this.own = null;
     this.queued = false;
     this.busy = false;
+    this.attach(h);
+  }
+
+  /**
+   * Takes engine slot `h` (new, with this retryer's policy) and, when this
+   * slot was parked, puts back what `park` kept.
+   */
+  attach(h) {
+    const c = w.cells(h) / 8;
+    const own = this.own;
+    if (own !== null) {
+      const F = cells();
+      for (let i = 0; i < CELLS; i++) F[c + i] = own[i];
+      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[CELLS + i];
+      w.park(h, 1);
+      this.own = null;
+    }
+    this.h = h;
+    this.c = c;
     attached++;
   }
 
@@ -381,19 +400,7 @@ export class AsyncRetryer {
     // disposed slot may still be queued), and once attached it is about to
     // be used.
     relieve();
-    const h = spawn(this.#record);
-    const c = w.cells(h) / 8;
-    if (slot.own !== null) {
-      const F = cells();
-      const own = slot.own;
-      for (let i = 0; i < CELLS; i++) F[c + i] = own[i];
-      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[CELLS + i];
-      w.park(h, 1);
-      slot.own = null;
-    }
-    slot.h = h;
-    slot.c = c;
-    attached++;
+    slot.attach(spawn(this.#record));
   }
 
   #given;
