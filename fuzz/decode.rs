@@ -34,7 +34,7 @@ use retry_wasm::core::budget::Budget;
 use retry_wasm::core::effect::{AbortReason, Effect, Eval, Provided, Timer};
 use retry_wasm::core::machine::Machine;
 use retry_wasm::core::options::{
-    Cb, ErrorKind, Expect, Flag, InitialState, Num, Opt, Policy, Raw, ALL_OPTS,
+    Cb, ErrorKind, Expect, Flag, InitialState, Num, Opt, OptionError, Policy, Raw, ALL_OPTS,
 };
 
 /// Most effects one input may queue. More means the machine loops.
@@ -424,6 +424,18 @@ fn assert_default(p: &Policy, opt: Opt) {
 }
 
 /// Applies one op to `p` and checks it. Returns whether it was accepted.
+/// A refused entry of a list or record option (`intervals[index]`,
+/// `initialState` field `index`) left the policy as it was and names that
+/// option and entry.
+fn assert_entry_refused(p: &Policy, before: &Policy, e: OptionError, opt: Opt, index: u32, raw: Raw<'_>) {
+    assert!(
+        same_policy(p, before),
+        "refused {opt:?} entry {index} = {raw:?} changed the policy"
+    );
+    assert_eq!(e.opt, opt);
+    assert_eq!(e.index, index);
+}
+
 pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
     let before = p.clone();
     match op {
@@ -477,12 +489,7 @@ pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
                     true
                 }
                 Err(e) => {
-                    assert!(
-                        same_policy(p, &before),
-                        "refused interval {index} = {raw:?} changed the policy"
-                    );
-                    assert_eq!(e.opt, Opt::Intervals);
-                    assert_eq!(e.index, index);
+                    assert_entry_refused(p, &before, e, Opt::Intervals, index, raw);
                     false
                 }
             }
@@ -493,12 +500,7 @@ pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
                 true
             }
             Err(e) => {
-                assert!(
-                    same_policy(p, &before),
-                    "refused initialState field {field} = {raw:?} changed the policy"
-                );
-                assert_eq!(e.opt, Opt::InitialState);
-                assert_eq!(e.index, field);
+                assert_entry_refused(p, &before, e, Opt::InitialState, field, raw);
                 false
             }
         },
