@@ -3,6 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w, WIN } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
+import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
   ABORT_EXECUTION_TIMEOUT, ABORT_REASONS, CB_ABORT, CB_ERROR, CB_EXECUTION_TIMEOUT, CB_GIVE_UP,
@@ -410,10 +411,7 @@ export class AsyncRetryer {
   /** The newest flow's record; older unfinished ones wait in #older. */
   #flow = null;
   #older = null;
-  /**
-   * Made on the first timer: the handles by kind (wait, attempt, total) at
-   * 0-2, and at 3-5 the callbacks, one per kind, each made on its first use.
-   */
+  /** The armed timers by kind (wait, attempt, total), made on the first. */
   #timers = null;
   /** The outside signal's listener, made on the first listen. */
   #onSignal = null;
@@ -631,7 +629,9 @@ export class AsyncRetryer {
     slot.own = null;
     if (slot.h === 0) return;
     this.#abort();
-    for (let t = 0; t < 3; t++) clearTimeout(this.#timers?.[t]);
+    for (let t = 0; t < 3; t++) {
+      if (this.#timers?.[t] != null) disarm(this.#timers[t]);
+    }
     slot.free();
   }
 
@@ -795,15 +795,16 @@ export class AsyncRetryer {
         if (flow !== null) this.#invoke(flow);
         return;
       }
-      case FX_START_TIMER:
-        this.#timers ??= [undefined, undefined, undefined, null, null, null];
-        clearTimeout(this.#timers[sub]);
-        this.#timers[sub] = setTimeout(this.#fireOf(sub), F[WIN + WIN_VALUE]);
+      case FX_START_TIMER: {
+        const timers = (this.#timers ??= [null, null, null]);
+        if (timers[sub] !== null) disarm(timers[sub]);
+        timers[sub] = arm(this, sub, F[WIN + WIN_VALUE]);
         return;
+      }
       case FX_CLEAR_TIMER:
-        if (this.#timers !== null) {
-          clearTimeout(this.#timers[sub]);
-          this.#timers[sub] = undefined;
+        if (this.#timers?.[sub] != null) {
+          disarm(this.#timers[sub]);
+          this.#timers[sub] = null;
         }
         return;
       case FX_ABORT_ATTEMPT: {
@@ -858,13 +859,10 @@ export class AsyncRetryer {
     }
   }
 
-  /** The callback of timer kind `t`, made on its first use. */
-  #fireOf(t) {
-    const timers = this.#timers;
-    return (timers[t + 3] ??= () => {
-      this.#timers[t] = undefined;
-      this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
-    });
+  /** A timer of kind `t` fired (see timers.js). */
+  [FIRE](t) {
+    this.#timers[t] = null;
+    this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
   }
 
   /** Calls the function for the attempt the engine just named. */
