@@ -13,12 +13,18 @@ import {
   EVAL_SHOULD_RETRY, FLAG_ACTIVE, FLAG_EXECUTING, FLAG_HAS_ERROR, FLAG_HAS_RESULT,
   FX_ABORT_ATTEMPT, FX_CALL, FX_CLEAR_TIMER, FX_EVAL, FX_FINISH, FX_INVOKE, FX_LISTEN,
   FX_START_TIMER, FX_STATE_CHANGED, FX_UNLISTEN, GIVE_UP_REASONS, INITIAL_FIELDS, MORE,
-  OPTION_IDS, OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
+  OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
   OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
   OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, STATUSES,
   TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN, WIN_PARKED_LEN,
   WIN_VALUE,
 } from './wire.js';
+
+/** Wire id by option name, with no prototype so `toString` is no option. */
+const OPTION_IDS = Object.assign(
+  Object.create(null),
+  Object.fromEntries(OPTION_NAMES.map((name, id) => [name, id])),
+);
 
 /** Defaults as `retryer.options` shows them; the numbers come from the engine. */
 const DEFAULTS = Object.freeze({
@@ -342,6 +348,32 @@ class RetryerStore {
   }
 }
 
+/** The retryer fields few retryers ever set (AsyncRetryer `#more`). */
+class Rare {
+  constructor() {
+    /** The merged options view (`retryer.options`), built when first read. */
+    this.options = null;
+    this.store = null;
+    /** Unfinished flows older than the newest, by generation. */
+    this.older = null;
+    /** The armed attempt and total deadline timers. */
+    this.deadlines = [null, null];
+    /** The outside signal's listener, and the signal it listens to. */
+    this.onSignal = null;
+    this.listened = null;
+    /** Replaced, never changed in place, so all can start with one. */
+    this.subscribers = NO_SUBSCRIBERS;
+    /** The last state snapshot and the state version it shows. */
+    this.snap = null;
+    this.snapVersion = -1;
+    // The bound methods but `execute`, made when first read.
+    this.setOptions = null;
+    this.getAbortSignal = null;
+    this.abort = null;
+    this.reset = null;
+  }
+}
+
 /** One `execute()` call: its arguments, its promise, and its values. */
 class Flow {
   constructor(args) {
@@ -352,8 +384,23 @@ class Flow {
     this.done = false;
     this.result = undefined;
     this.error = undefined;
+    /** A FlowExtra, made when first needed: most flows never need it. */
+    this.extra = null;
+  }
+
+  get more() {
+    return (this.extra ??= new FlowExtra());
+  }
+}
+
+/** What few flows need: errors of user code, and the attempt's AbortController. */
+class FlowExtra {
+  constructor() {
+    /** `{ error }` from the first callback or dynamic option that threw. */
     this.thrown = undefined;
+    /** The last dynamic option value, for the error when it is refused. */
     this.invalid = undefined;
+    /** The running attempt's controller (see getAbortSignal), and its attempt. */
     this.ctrl = null;
     this.ctrlAttempt = 0;
   }
@@ -405,25 +452,36 @@ export class AsyncRetryer {
   }
 
   #given;
-  #options = null;
   #pumping = false;
   #dirty = false;
-  /** The newest flow's record; older unfinished ones wait in #older. */
+  /** The newest flow's record; older unfinished ones wait in `rare.older`. */
   #flow = null;
-  #older = null;
-  /** The armed timers by kind (wait, attempt, total), made on the first. */
-  #timers = null;
-  /** The outside signal's listener, made on the first listen. */
-  #onSignal = null;
-  #listened = null;
+  /** The armed wait timer (timers.js); the two deadlines' are in `rare`. */
+  #wait = null;
   /** The `signal` option, read on every execute. */
   #signal = undefined;
-  /** Replaced, never changed in place, so all retryers can start with one. */
-  #subscribers = NO_SUBSCRIBERS;
-  #snap = null;
-  #snapVersion = -1;
   #lastResult = undefined;
   #lastError = undefined;
+  /**
+   * What most retryers never need, in one record made on first use (see
+   * Rare): under load every concurrent flow is a retryer, and each field
+   * here costs every one of them 8 bytes.
+   */
+  #more = null;
+
+  #rare() {
+    return (this.#more ??= new Rare());
+  }
+
+  /** The armed timer of kind `t` (wait, attempt, total), or null. */
+  #timer(t) {
+    return t === 0 ? this.#wait : (this.#more?.deadlines[t - 1] ?? null);
+  }
+
+  #setTimer(t, timer) {
+    if (t === 0) this.#wait = timer;
+    else this.#rare().deadlines[t - 1] = timer;
+  }
 
   constructor(fn, initialOptions = {}) {
     if (typeof fn !== 'function') {
@@ -467,40 +525,40 @@ export class AsyncRetryer {
     slot.idleNow();
   }
 
-  #store = null;
-
   /**
    * The state store: `state` (8 fields) and `subscribe(listener)`. Made
    * when first read: a retryer used only through `execute` never needs it.
    */
   get store() {
-    return (this.#store ??= new RetryerStore(this));
+    const rare = this.#rare();
+    return (rare.store ??= new RetryerStore(this));
   }
 
   /** The merged options, defaults included (built when first read). */
   get options() {
-    return (this.#options ??= this.#view());
+    const rare = this.#rare();
+    return (rare.options ??= this.#view());
   }
 
   set options(value) {
-    this.#options = value;
+    this.#rare().options = value;
   }
 
   // The methods are bound, as pacer's are (`const { execute } = retryer`
   // works), but each bound function is made when first read: a retryer used
-  // only through `execute` carries one closure, not five. A setter keeps
+  // only through `execute` carries one function, not five. A setter keeps
   // them assignable, as pacer's own properties are. `execute` has a field of
-  // its own; the four others share one record, made when one is first read.
+  // its own and is a bound method (48 B, no context, where an arrow closure
+  // and its context take ~110 B); the four others are kept in `rare`.
   #executeFn = null;
-  #methods = null;
 
   /** Merges and validates new options; an active flow goes on with them. */
   get setOptions() {
-    return ((this.#methods ??= {}).setOptions ??= (newOptions) => this.#setOptions(newOptions));
+    return (this.#rare().setOptions ??= (newOptions) => this.#setOptions(newOptions));
   }
 
   set setOptions(f) {
-    (this.#methods ??= {}).setOptions = f;
+    this.#rare().setOptions = f;
   }
 
   /**
@@ -508,7 +566,7 @@ export class AsyncRetryer {
    * when disabled, aborted or (with throwOnError false) failed.
    */
   get execute() {
-    return (this.#executeFn ??= this.#makeExecute());
+    return (this.#executeFn ??= this.#execute.bind(this));
   }
 
   set execute(f) {
@@ -520,29 +578,29 @@ export class AsyncRetryer {
    * no flow is active.
    */
   get getAbortSignal() {
-    return ((this.#methods ??= {}).getAbortSignal ??= () => this.#abortSignal());
+    return (this.#rare().getAbortSignal ??= () => this.#abortSignal());
   }
 
   set getAbortSignal(f) {
-    (this.#methods ??= {}).getAbortSignal = f;
+    this.#rare().getAbortSignal = f;
   }
 
   /** Aborts the active flow (`onAbort('manual')`); without one, does nothing. */
   get abort() {
-    return ((this.#methods ??= {}).abort ??= () => this.#abort());
+    return (this.#rare().abort ??= () => this.#abort());
   }
 
   set abort(f) {
-    (this.#methods ??= {}).abort = f;
+    this.#rare().abort = f;
   }
 
   /** Restores the default state; an active flow goes on. */
   get reset() {
-    return ((this.#methods ??= {}).reset ??= () => this.#reset());
+    return (this.#rare().reset ??= () => this.#reset());
   }
 
   set reset(f) {
-    (this.#methods ??= {}).reset = f;
+    this.#rare().reset = f;
   }
 
   #setOptions(newOptions) {
@@ -554,50 +612,50 @@ export class AsyncRetryer {
     this.#record = record;
     this.#given = mergeOptions(this.#given, next);
     if ('key' in next) this.key = next.key;
-    this.#options = null;
+    if (this.#more !== null) this.#more.options = null;
     this.#signal = this.#given.signal;
     this.#hint();
     if (!this.#pumping) this.#input(w.next(this.#h));
   }
 
-  /** The bound `execute`: the hot path, so its body is the closure's own. */
-  #makeExecute() {
-    return (...args) => {
-      if (this.#slot.h === 0) {
-        try {
-          this.#attach();
-        } catch (error) {
-          return Promise.reject(error);
-        }
+  /** `execute`'s body, bound to the retryer when first read. */
+  #execute(...args) {
+    if (this.#slot.h === 0) {
+      try {
+        this.#attach();
+      } catch (error) {
+        return Promise.reject(error);
       }
-      const flow = new Flow(args);
-      capturing = flow;
-      const promise = new Promise(capture);
-      const prev = this.#flow;
-      if (prev !== null && !prev.done) (this.#older ??= new Map()).set(prev.gen, prev);
-      const signal = this.#signal;
-      const slot = this.#slot;
-      // Numbers, not booleans, into the engine: V8 converts those fastest.
-      const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
-      flow.gen = cells()[WIN + WIN_LAST_GEN];
-      this.#flow = flow;
-      // The common case, a lone first attempt: run it without the drain loop.
-      if (e === FX_INVOKE && !this.#pumping) {
-        this.#pumping = this.#slot.busy = true;
-        try {
-          this.#invoke(flow);
-        } finally {
-          this.#pumping = this.#slot.busy = false;
-        }
-        if (this.#dirty) {
-          this.#dirty = false;
-          this.#input(w.next(this.#h));
-        }
-      } else {
-        this.#input(e);
+    }
+    const flow = new Flow(args);
+    capturing = flow;
+    const promise = new Promise(capture);
+    const prev = this.#flow;
+    if (prev !== null && !prev.done) (this.#rare().older ??= new Map()).set(prev.gen, prev);
+    const signal = this.#signal;
+    const slot = this.#slot;
+    // Numbers, not booleans, into the engine: V8 converts those fastest.
+    const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
+    // `>>> 0`: a small integer, not a double, so that no field or context
+    // holding it is boxed (16 B each per flow).
+    flow.gen = cells()[WIN + WIN_LAST_GEN] >>> 0;
+    this.#flow = flow;
+    // The common case, a lone first attempt: run it without the drain loop.
+    if (e === FX_INVOKE && !this.#pumping) {
+      this.#pumping = this.#slot.busy = true;
+      try {
+        this.#invoke(flow);
+      } finally {
+        this.#pumping = this.#slot.busy = false;
       }
-      return promise;
-    };
+      if (this.#dirty) {
+        this.#dirty = false;
+        this.#input(w.next(this.#h));
+      }
+    } else {
+      this.#input(e);
+    }
+    return promise;
   }
 
   #abortSignal() {
@@ -605,11 +663,12 @@ export class AsyncRetryer {
     const flow = this.#flow;
     if ((F[this.#c + CELL_FLAGS] & FLAG_ACTIVE) === 0 || flow === null) return null;
     const attempt = F[this.#c + CELL_ATTEMPT];
-    if (flow.ctrl === null || flow.ctrlAttempt !== attempt) {
-      flow.ctrl = new AbortController();
-      flow.ctrlAttempt = attempt;
+    const x = flow.more;
+    if (x.ctrl === null || x.ctrlAttempt !== attempt) {
+      x.ctrl = new AbortController();
+      x.ctrlAttempt = attempt;
     }
-    return flow.ctrl.signal;
+    return x.ctrl.signal;
   }
 
   #abort() {
@@ -630,7 +689,8 @@ export class AsyncRetryer {
     if (slot.h === 0) return;
     this.#abort();
     for (let t = 0; t < 3; t++) {
-      if (this.#timers?.[t] != null) disarm(this.#timers[t]);
+      const timer = this.#timer(t);
+      if (timer !== null) disarm(timer);
     }
     slot.free();
   }
@@ -674,10 +734,11 @@ export class AsyncRetryer {
     const F = this.#cells();
     const c = this.#c;
     const version = F[c + CELL_VERSION];
-    if (version !== this.#snapVersion || this.#snap === null) {
-      this.#snapVersion = version;
+    const rare = this.#rare();
+    if (version !== rare.snapVersion || rare.snap === null) {
+      rare.snapVersion = version;
       const flags = F[c + CELL_FLAGS];
-      this.#snap = {
+      rare.snap = {
         currentAttempt: F[c + CELL_ATTEMPT],
         executionCount: F[c + CELL_COUNT],
         isExecuting: (flags & FLAG_EXECUTING) !== 0,
@@ -688,7 +749,7 @@ export class AsyncRetryer {
         totalExecutionTime: F[c + CELL_TOTAL_TIME],
       };
     }
-    return this.#snap;
+    return rare.snap;
   }
 
   #subscribe(listener) {
@@ -699,12 +760,13 @@ export class AsyncRetryer {
         : null;
     if (call === null) throw new TypeError('retry-wasm: subscribe needs a function or an observer with next()');
     const entry = { call };
-    this.#subscribers = [...this.#subscribers, entry];
+    const rare = this.#rare();
+    rare.subscribers = [...rare.subscribers, entry];
     this.#attach();
     w.listeners(this.#h, true);
     const unsubscribe = () => {
-      this.#subscribers = this.#subscribers.filter((s) => s !== entry);
-      if (this.#subscribers.length === 0) {
+      rare.subscribers = rare.subscribers.filter((s) => s !== entry);
+      if (rare.subscribers.length === 0) {
         this.#attach();
         w.listeners(this.#h, false);
       }
@@ -716,7 +778,7 @@ export class AsyncRetryer {
   #flowOf(gen) {
     const flow = this.#flow;
     if (flow !== null && flow.gen === gen) return flow;
-    return this.#older?.get(gen) ?? null;
+    return this.#more?.older?.get(gen) ?? null;
   }
 
   /**
@@ -780,7 +842,7 @@ export class AsyncRetryer {
       reportLater(error);
       return;
     }
-    if (flow.thrown === undefined) flow.thrown = { error };
+    flow.more.thrown ??= { error };
     this.#input(w.threw(this.#h, gen, !this.#pumping));
   }
 
@@ -796,15 +858,16 @@ export class AsyncRetryer {
         return;
       }
       case FX_START_TIMER: {
-        const timers = (this.#timers ??= [null, null, null]);
-        if (timers[sub] !== null) disarm(timers[sub]);
-        timers[sub] = arm(this, sub, F[WIN + WIN_VALUE]);
+        const timer = this.#timer(sub);
+        if (timer !== null) disarm(timer);
+        this.#setTimer(sub, arm(this, sub, F[WIN + WIN_VALUE]));
         return;
       }
       case FX_CLEAR_TIMER:
-        if (this.#timers?.[sub] != null) {
-          disarm(this.#timers[sub]);
-          this.#timers[sub] = null;
+        const timer = this.#timer(sub);
+        if (timer !== null) {
+          disarm(timer);
+          this.#setTimer(sub, null);
         }
         return;
       case FX_ABORT_ATTEMPT: {
@@ -818,8 +881,8 @@ export class AsyncRetryer {
         } else {
           reason = abortError(ABORT_REASONS[sub]);
         }
-        const ctrl = flow.ctrl;
-        if (ctrl !== null && !ctrl.signal.aborted) ctrl.abort(reason);
+        const ctrl = flow.extra?.ctrl;
+        if (ctrl != null && !ctrl.signal.aborted) ctrl.abort(reason);
         return;
       }
       case FX_CALL:
@@ -831,19 +894,23 @@ export class AsyncRetryer {
       case FX_LISTEN: {
         const signal = this.options.signal;
         if (signal != null) {
-          this.#onSignal ??= () => this.#input(w.cancel(this.#h, true, !this.#pumping));
-          signal.addEventListener('abort', this.#onSignal);
-          this.#listened = signal;
+          const rare = this.#rare();
+          rare.onSignal ??= () => this.#input(w.cancel(this.#h, true, !this.#pumping));
+          signal.addEventListener('abort', rare.onSignal);
+          rare.listened = signal;
         }
         return;
       }
       case FX_UNLISTEN:
-        this.#listened?.removeEventListener('abort', this.#onSignal);
-        this.#listened = null;
+        const rare = this.#more;
+        if (rare !== null && rare.listened !== null) {
+          rare.listened.removeEventListener('abort', rare.onSignal);
+          rare.listened = null;
+        }
         return;
       case FX_STATE_CHANGED: {
         const state = this.#state();
-        for (const s of this.#subscribers) {
+        for (const s of this.#more?.subscribers ?? NO_SUBSCRIBERS) {
           try {
             s.call(state);
           } catch (error) {
@@ -861,7 +928,7 @@ export class AsyncRetryer {
 
   /** A timer of kind `t` fired (see timers.js). */
   [FIRE](t) {
-    this.#timers[t] = null;
+    this.#setTimer(t, null);
     this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
   }
 
@@ -870,8 +937,9 @@ export class AsyncRetryer {
     const gen = flow.gen;
     // The call that popped this Invoke (execute or a drain step) has just
     // written its attempt into the window; no user code ran since.
-    const attempt = cells()[WIN + WIN_VALUE];
-    if (flow.ctrlAttempt !== attempt) flow.ctrl = null;
+    const attempt = cells()[WIN + WIN_VALUE] >>> 0;
+    const x = flow.extra;
+    if (x !== null && x.ctrlAttempt !== attempt) x.ctrl = null;
     let p;
     try {
       // A spread call costs ~25 ns more than a plain one, even with no
@@ -928,13 +996,13 @@ export class AsyncRetryer {
         default: value = undefined;
       }
       [tag, num] = classify(value);
-      if (flow !== null) flow.invalid = value;
+      if (flow !== null) flow.more.invalid = value;
     } catch (error) {
       tag = TAG_THREW;
-      if (flow !== null) flow.thrown ??= { error };
+      if (flow !== null) flow.more.thrown ??= { error };
       else if (what === EVAL_ENABLED) {
         const pending = this.#flowOf(gen);
-        if (pending !== null) pending.thrown ??= { error };
+        if (pending !== null) pending.more.thrown ??= { error };
       }
     }
     this.#input(w.provide(this.#h, gen, tag, num, Date.now(), !this.#pumping));
@@ -947,13 +1015,13 @@ export class AsyncRetryer {
     // Nothing of a settled flow stays reachable from the retryer. Before
     // resolving: reading a result's `then` may run user code.
     if (this.#flow === flow) this.#flow = null;
-    else this.#older?.delete(gen);
+    else this.#more?.older?.delete(gen);
     switch (outcome) {
       case OUTCOME_RESULT: flow.resolve(flow.result); break;
       case OUTCOME_UNDEFINED: flow.resolve(undefined); break;
       case OUTCOME_REJECT: flow.reject(flow.error); break;
-      case OUTCOME_INVALID: flow.reject(dynamicError(arg, flow.invalid)); break;
-      case OUTCOME_THROWN: flow.reject(flow.thrown?.error); break;
+      case OUTCOME_INVALID: flow.reject(dynamicError(arg, flow.extra?.invalid)); break;
+      case OUTCOME_THROWN: flow.reject(flow.extra?.thrown?.error); break;
       default: flow.resolve(undefined);
     }
     this.#slot.idleNow();
