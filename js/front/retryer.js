@@ -1,7 +1,7 @@
 // AsyncRetryer: carries values between promises, timers, signals and the
 // engine. Every decision (what happens next, when, and with which state) is
 // the engine's; this file only carries out the effects it returns.
-import { cells, engine as w, WIN } from './engine.js';
+import { cells, engine as w, stateCell, stateIndex, WIN, words } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
 import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
@@ -16,7 +16,8 @@ import {
   OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
   OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
   OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, STATUSES,
-  TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN, WIN_PARKED_LEN,
+  STATE_VERSION, TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN,
+  WIN_PARKED_LEN, WIN_STATE,
   WIN_VALUE,
 } from './wire.js';
 
@@ -40,16 +41,17 @@ const DEFAULTS = Object.freeze({
 });
 
 /**
- * Engine memory: a retryer holds an engine slot (~0.5 KB of linear memory,
+ * Engine memory: a retryer holds an engine slot (192 B of linear memory,
  * which never shrinks) from construction on. Above PARK_ABOVE attached
- * retryers, idle ones are parked: their cells are copied out (a small JS
+ * retryers, idle ones are parked: their state is copied out (a small JS
  * array the store reads from) and the slot is freed; the next execute()
- * rebuilds it from the options and those cells. So many short-lived
+ * rebuilds it from the options and that copy. So many short-lived
  * retryers cost engine memory for about PARK_ABOVE of them at a time,
  * instead of for every one the garbage collector has not finalized yet.
  */
 const PARK_ABOVE = 512;
-const CELLS = w.cell_count();
+/** Where a parked copy holds the state cells (CELL_*). */
+const OWN_STATE = WIN_STATE - WIN_LAST_GEN;
 let attached = 0;
 /** Slot records of retryers that went idle while crowded, oldest first. */
 let idle = [];
@@ -58,7 +60,8 @@ let idleHead = 0;
 /**
  * What the engine holds for one retryer, apart from the retryer so that a
  * queued record keeps no user function alive: handle `h` (0 when parked or
- * freed), cell offset `c`, and the parked cells `own`.
+ * freed), the index `c` of its state (see engine.js `stateIndex`), and the
+ * parked copy `own`.
  */
 class Slot {
   constructor(h) {
@@ -75,12 +78,11 @@ class Slot {
    * slot was parked, puts back what `park` kept.
    */
   attach(h) {
-    const c = w.cells(h) / 8;
+    const c = stateIndex(h);
     const own = this.own;
     if (own !== null) {
       const F = cells();
-      for (let i = 0; i < CELLS; i++) F[c + i] = own[i];
-      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[CELLS + i];
+      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[i];
       w.park(h, 1);
       this.own = null;
     }
@@ -99,15 +101,14 @@ class Slot {
 
   /** Parks the slot if the engine says it is idle. */
   park() {
-    // A flow in progress is visible in the cells: no call needed to skip it.
+    // A flow in progress is visible in the flags: no call needed to skip it.
+    if (this.h === 0 || this.busy || (stateCell(this.c, CELL_FLAGS) & FLAG_ACTIVE) !== 0 || !w.park(this.h, 0)) return false;
+    // What the engine wrote into the window for parking, state included
+    // (at OWN_STATE). A plain array: one allocation, where a typed array
+    // takes three.
     const F = cells();
-    if (this.h === 0 || this.busy || (F[this.c + CELL_FLAGS] & FLAG_ACTIVE) !== 0 || !w.park(this.h, 0)) return false;
-    // A plain array: one allocation, where a typed array takes three. Its
-    // own cells first (the store reads them at offset 0), then what the
-    // engine wrote into the window for parking.
-    const own = new Array(CELLS + WIN_PARKED_LEN);
-    for (let i = 0; i < CELLS; i++) own[i] = F[this.c + i];
-    for (let i = 0; i < WIN_PARKED_LEN; i++) own[CELLS + i] = F[WIN + WIN_LAST_GEN + i];
+    const own = new Array(WIN_PARKED_LEN);
+    for (let i = 0; i < WIN_PARKED_LEN; i++) own[i] = F[WIN + WIN_LAST_GEN + i];
     this.own = own;
     this.free();
     return true;
@@ -430,14 +431,10 @@ export class AsyncRetryer {
     return this.#slot.h;
   }
 
-  get #c() {
-    return this.#slot.c;
-  }
-
-  /** The cells: in linear memory, or the parked copy (offset 0). */
-  #cells() {
+  /** State cell `k` (CELL_*): from linear memory, or the parked copy. */
+  #cell(k) {
     const slot = this.#slot;
-    return slot.h !== 0 ? cells() : slot.own;
+    return slot.h !== 0 ? stateCell(slot.c, k) : slot.own[OWN_STATE + k];
   }
 
   /** Gives a parked (or disposed) retryer an engine slot again. */
@@ -659,10 +656,9 @@ export class AsyncRetryer {
   }
 
   #abortSignal() {
-    const F = this.#cells();
     const flow = this.#flow;
-    if ((F[this.#c + CELL_FLAGS] & FLAG_ACTIVE) === 0 || flow === null) return null;
-    const attempt = F[this.#c + CELL_ATTEMPT];
+    if ((this.#cell(CELL_FLAGS) & FLAG_ACTIVE) === 0 || flow === null) return null;
+    const attempt = this.#cell(CELL_ATTEMPT);
     const x = flow.more;
     if (x.ctrl === null || x.ctrlAttempt !== attempt) {
       x.ctrl = new AbortController();
@@ -731,22 +727,20 @@ export class AsyncRetryer {
   }
 
   #state() {
-    const F = this.#cells();
-    const c = this.#c;
-    const version = F[c + CELL_VERSION];
+    const version = this.#cell(CELL_VERSION);
     const rare = this.#rare();
     if (version !== rare.snapVersion || rare.snap === null) {
       rare.snapVersion = version;
-      const flags = F[c + CELL_FLAGS];
+      const flags = this.#cell(CELL_FLAGS);
       rare.snap = {
-        currentAttempt: F[c + CELL_ATTEMPT],
-        executionCount: F[c + CELL_COUNT],
+        currentAttempt: this.#cell(CELL_ATTEMPT),
+        executionCount: this.#cell(CELL_COUNT),
         isExecuting: (flags & FLAG_EXECUTING) !== 0,
         lastError: (flags & FLAG_HAS_ERROR) !== 0 ? this.#lastError : undefined,
-        lastExecutionTime: F[c + CELL_LAST_TIME],
+        lastExecutionTime: this.#cell(CELL_LAST_TIME),
         lastResult: (flags & FLAG_HAS_RESULT) !== 0 ? this.#lastResult : undefined,
         status: STATUSES[flags >>> 4],
-        totalExecutionTime: F[c + CELL_TOTAL_TIME],
+        totalExecutionTime: this.#cell(CELL_TOTAL_TIME),
       };
     }
     return rare.snap;
@@ -812,13 +806,14 @@ export class AsyncRetryer {
     if (flow === null || flow.done) return;
     // A flow that is not done belongs to an attached retryer.
     const slot = this.#slot;
-    const before = cells()[slot.c + CELL_VERSION];
+    const at = slot.c * 2 + STATE_VERSION;
+    const before = words()[at];
     const pop = this.#pumping ? 0 : 1;
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(slot.h, gen, attempt, Date.now(), pop)
       : w.err(slot.h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
-    if (cells()[slot.c + CELL_VERSION] !== before) {
+    if (words()[at] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
         flow.result = value;

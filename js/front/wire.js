@@ -40,7 +40,10 @@ export const TAG_SIGNAL = 9;
 export const TAG_OTHER = 10;
 export const TAG_THREW = 11;
 
-/** State cell indices (codec.rs `cell`): each retryer's own. */
+/**
+ * A retryer's state, cell by cell, as `stateCell` reads it from linear
+ * memory and as a parked retryer keeps it (in this order).
+ */
 export const CELL_VERSION = 0;
 export const CELL_ATTEMPT = 1;
 export const CELL_COUNT = 2;
@@ -48,7 +51,15 @@ export const CELL_LAST_TIME = 3;
 export const CELL_TOTAL_TIME = 4;
 export const CELL_FLAGS = 5;
 
-/** Bits of CELL_FLAGS (codec.rs `flag`); the status is `flags >>> 4`. */
+/** Where the state fields are (codec.rs `state_at`): f64 indices from the state... */
+export const STATE_COUNT = 0;
+export const STATE_LAST_TIME = 1;
+export const STATE_TOTAL_TIME = 2;
+/** ...and u32 indices from twice its f64 index. */
+export const STATE_ATTEMPT = 6;
+export const STATE_VERSION = 7;
+
+/** Bits of the flags word (codec.rs `flag`); the status is `flags >>> 4`. */
 export const FLAG_EXECUTING = 1;
 export const FLAG_HAS_RESULT = 2;
 export const FLAG_HAS_ERROR = 4;
@@ -57,13 +68,14 @@ export const FLAG_ACTIVE = 8;
 /**
  * Cells of the window all retryers share (codec.rs `window`), read right
  * after the call that wrote them. A parked retryer keeps WIN_LAST_GEN and
- * the three cells after it.
+ * every cell after it; its state cells (CELL_*) start at WIN_STATE.
  */
 export const WIN_VALUE = 0;
 export const WIN_ARG = 1;
 export const WIN_GEN = 2;
 export const WIN_LAST_GEN = 3;
-export const WIN_PARKED_LEN = 4;
+export const WIN_STATE = 7;
+export const WIN_PARKED_LEN = 10;
 
 /** Effect kinds: the low four bits of an effect code. */
 export const FX_INVOKE = 1;

@@ -15,25 +15,30 @@ pub enum Status {
 }
 
 /// The numeric part of `retryer.store.state`.
+///
+/// `repr(C)`, the three `f64`s first: the wasm host reads a retryer's state
+/// in place (`src/wasm/codec.rs` checks the offsets) rather than keeping a
+/// mirror of it beside every machine.
 #[derive(Clone, Debug, PartialEq, Default)]
+#[repr(C)]
 pub struct State {
-    /// The attempt running now, or during a wait the one about to run.
-    pub current_attempt: u32,
-    /// A flow is active (attempts and waits).
-    pub is_executing: bool,
     /// Successful `execute()` calls.
     pub execution_count: f64,
     /// Timestamp (ms) of the most recent success.
     pub last_execution_time: f64,
     /// ms from `execute()` to the most recent success.
     pub total_execution_time: f64,
+    /// The attempt running now, or during a wait the one about to run.
+    pub current_attempt: u32,
+    /// Bumped on every change, so readers can keep one snapshot object while
+    /// nothing changed.
+    pub version: u32,
+    /// A flow is active (attempts and waits).
+    pub is_executing: bool,
     /// `lastResult` holds a value.
     pub has_last_result: bool,
     /// `lastError` holds a value.
     pub has_last_error: bool,
-    /// Bumped on every change, so readers can keep one snapshot object while
-    /// nothing changed.
-    pub version: u32,
 }
 
 impl State {

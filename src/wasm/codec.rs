@@ -1,5 +1,5 @@
 //! The numeric wire format between the exports and the ESM front:
-//! value tags, effect codes, error codes and the state cell layout. The
+//! value tags, effect codes, error codes and where the state is read. The
 //! front end's `js/front/wire.js` mirrors these numbers.
 
 use crate::core::effect::{Effect, Outcome, Provided};
@@ -22,21 +22,27 @@ pub mod tag {
     pub const THREW: u32 = 11;
 }
 
-/// Cells of the state mirror, by index: each retryer's own, read by
-/// `store.state` at any time.
-pub mod cell {
-    pub const VERSION: usize = 0;
-    pub const ATTEMPT: usize = 1;
-    pub const COUNT: usize = 2;
-    pub const LAST_TIME: usize = 3;
-    pub const TOTAL_TIME: usize = 4;
-    /// The small fields packed into one cell (see `flag`): six cells fit a
-    /// retryer's slot into the 256 B allocator class, where one cell each
-    /// took 384 B.
-    pub const FLAGS: usize = 5;
+/// Byte offsets of the state fields a front end reads in place, from the
+/// start of a retryer's `State` (`repr(C)`; checked below).
+pub mod state_at {
+    pub const COUNT: usize = 0;
+    pub const LAST_TIME: usize = 8;
+    pub const TOTAL_TIME: usize = 16;
+    pub const ATTEMPT: usize = 24;
+    pub const VERSION: usize = 28;
 }
 
-/// Bits of `cell::FLAGS`; the status takes bits 4 and 5.
+const _: () = {
+    use core::mem::offset_of;
+    assert!(offset_of!(State, execution_count) == state_at::COUNT);
+    assert!(offset_of!(State, last_execution_time) == state_at::LAST_TIME);
+    assert!(offset_of!(State, total_execution_time) == state_at::TOTAL_TIME);
+    assert!(offset_of!(State, current_attempt) == state_at::ATTEMPT);
+    assert!(offset_of!(State, version) == state_at::VERSION);
+};
+
+/// Bits of a retryer's flags word (what the front end cannot read from
+/// the state itself); the status takes bits 4 and 5.
 pub mod flag {
     pub const EXECUTING: u32 = 1;
     pub const HAS_RESULT: u32 = 2;
@@ -44,9 +50,6 @@ pub mod flag {
     pub const ACTIVE: u32 = 8;
     pub const STATUS_SHIFT: u32 = 4;
 }
-
-/// Number of state cells per retryer.
-pub const CELL_COUNT: usize = 6;
 
 /// Cells of the one window all retryers share, by index. They hold what
 /// the front end reads right after the call that wrote them, before any
@@ -59,8 +62,7 @@ pub mod window {
     /// Generation of the flow the popped effect belongs to.
     pub const GEN: usize = 2;
     /// Generation of the newest `execute()` of the retryer just called.
-    /// This cell and the three after it are what a parked retryer keeps
-    /// besides its own cells.
+    /// This cell and all after it are what a parked retryer keeps.
     pub const LAST_GEN: usize = 3;
     /// A machine being parked or resumed: its jitter generator's state,
     /// high and low 32 bits, and its flags (1 = has subscribers, 2 =
@@ -68,10 +70,18 @@ pub mod window {
     pub const RNG_HI: usize = 4;
     pub const RNG_LO: usize = 5;
     pub const PARKED: usize = 6;
+    /// A machine being parked or resumed: its state (version, attempt,
+    /// execution count, last and total execution time, flags word).
+    pub const VERSION: usize = 7;
+    pub const ATTEMPT: usize = 8;
+    pub const COUNT: usize = 9;
+    pub const LAST_TIME: usize = 10;
+    pub const TOTAL_TIME: usize = 11;
+    pub const FLAGS: usize = 12;
 }
 
 /// Number of cells in the shared window.
-pub const WINDOW_LEN: usize = 7;
+pub const WINDOW_LEN: usize = 13;
 
 /// The shared window's cells.
 pub type Window = [f64; WINDOW_LEN];
@@ -152,46 +162,47 @@ pub fn encode(effect: Effect, more: bool, win: &mut Window) -> u32 {
     kind | sub << 4 | u32::from(more) << 8
 }
 
-/// Mirrors the machine's observable state into its cells, and its newest
-/// generation into the window.
-pub fn mirror(m: &Machine, cells: &mut [f64; CELL_COUNT], win: &mut Window) {
+/// The flags word of machine `m`: what its state does not hold as a field
+/// of its own (see `flag`).
+pub fn flags_of(m: &Machine) -> u32 {
     let s = m.state();
-    cells[cell::VERSION] = f64::from(s.version);
-    cells[cell::ATTEMPT] = f64::from(s.current_attempt);
-    cells[cell::COUNT] = s.execution_count;
-    cells[cell::LAST_TIME] = s.last_execution_time;
-    cells[cell::TOTAL_TIME] = s.total_execution_time;
     let bit = |on: bool, b: u32| if on { b } else { 0 };
-    let flags = bit(s.is_executing, flag::EXECUTING)
+    bit(s.is_executing, flag::EXECUTING)
         | bit(s.has_last_result, flag::HAS_RESULT)
         | bit(s.has_last_error, flag::HAS_ERROR)
         | bit(m.is_active(), flag::ACTIVE)
-        | (m.status() as u32) << flag::STATUS_SHIFT;
-    cells[cell::FLAGS] = f64::from(flags);
-    win[window::LAST_GEN] = f64::from(m.last_gen());
+        | (m.status() as u32) << flag::STATUS_SHIFT
 }
 
-/// Writes what `parked` keeps beyond the mirrored state into the window.
-pub fn write_parked(p: &Parked, win: &mut Window) {
+/// Writes what a parked machine keeps into the window: `parked`, and the
+/// state and flags the front end shows while it is parked.
+pub fn write_parked(p: &Parked, flags: u32, win: &mut Window) {
+    let s = &p.state;
     win[window::RNG_HI] = f64::from((p.rng >> 32) as u32);
     win[window::RNG_LO] = f64::from(p.rng as u32);
     win[window::PARKED] = f64::from(u8::from(p.listeners) | u8::from(p.enabled_hint) << 1);
+    win[window::VERSION] = f64::from(s.version);
+    win[window::ATTEMPT] = f64::from(s.current_attempt);
+    win[window::COUNT] = s.execution_count;
+    win[window::LAST_TIME] = s.last_execution_time;
+    win[window::TOTAL_TIME] = s.total_execution_time;
+    win[window::FLAGS] = f64::from(flags);
 }
 
-/// Reads back what `mirror` and `write_parked` wrote for an idle machine.
-pub fn read_parked(cells: &[f64; CELL_COUNT], win: &Window) -> Parked {
-    let flags = cells[cell::FLAGS] as u32;
+/// Reads back what `write_parked` wrote (and the front end copied back).
+pub fn read_parked(win: &Window) -> Parked {
+    let flags = win[window::FLAGS] as u32;
     let parked = win[window::PARKED] as u32;
     Parked {
         state: State {
             current_attempt: 0,
             is_executing: false,
-            execution_count: cells[cell::COUNT],
-            last_execution_time: cells[cell::LAST_TIME],
-            total_execution_time: cells[cell::TOTAL_TIME],
+            execution_count: win[window::COUNT],
+            last_execution_time: win[window::LAST_TIME],
+            total_execution_time: win[window::TOTAL_TIME],
             has_last_result: flags & flag::HAS_RESULT != 0,
             has_last_error: flags & flag::HAS_ERROR != 0,
-            version: cells[cell::VERSION] as u32,
+            version: win[window::VERSION] as u32,
         },
         last_gen: win[window::LAST_GEN] as u32,
         rng: u64::from(win[window::RNG_HI] as u32) << 32 | u64::from(win[window::RNG_LO] as u32),

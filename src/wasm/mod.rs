@@ -30,7 +30,7 @@ fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
 
 use crate::core::effect::{AbortReason, TIMERS};
 use crate::core::options::{Opt, Raw};
-use codec::{option_error, raw, CELL_COUNT};
+use codec::{option_error, raw};
 use world::{with_world, Slot};
 
 /// Starts staging options on a copy of retryer `h`'s policy (`h` = 0: the
@@ -141,16 +141,23 @@ pub extern "C" fn destroy(h: u32) {
     with_world((), |w| w.destroy(h));
 }
 
-/// Byte offset of retryer `h`'s state cells in linear memory.
+/// Byte offset of retryer `h`'s slot in linear memory (8-aligned): its
+/// state is at `state_at()` from there, its flags word at `flags_at()`.
 #[no_mangle]
 pub extern "C" fn cells(h: u32) -> u32 {
-    with_world(0, |w| w.slot(h).map_or(0, |s| s.cells.as_ptr() as u32))
+    with_world(0, |w| w.slot(h).map_or(0, Slot::address))
 }
 
-/// How many `f64` state cells each retryer has.
+/// Byte offset of the state in a slot (see `codec::state_at` for its fields).
 #[no_mangle]
-pub extern "C" fn cell_count() -> u32 {
-    CELL_COUNT as u32
+pub extern "C" fn state_at() -> u32 {
+    world::STATE_AT as u32
+}
+
+/// Byte offset of the flags word in a slot (see `codec::flag`).
+#[no_mangle]
+pub extern "C" fn flags_at() -> u32 {
+    world::FLAGS_AT as u32
 }
 
 /// Byte offset of the window: the cells all retryers share for what the
@@ -225,11 +232,11 @@ pub extern "C" fn reset(h: u32, pop: u32) -> u32 {
 }
 
 /// Parking, `back` = 0: when retryer `h`'s machine is idle, writes
-/// everything it needs to go on into its cells and the window (see
-/// `codec::write_parked`) and returns 1; the front end copies both and may
+/// everything it needs to go on into the window (see
+/// `codec::write_parked`) and returns 1; the front end copies it and may
 /// then `destroy` it. Returns 0 while busy. `back` = 1: rebuilds retryer
-/// `h` (just created with the same options) from such cells and window,
-/// copied back; returns 1. Returns 0 for a bad handle.
+/// `h` (just created with the same options) from such a window, copied
+/// back; returns 1. Returns 0 for a bad handle.
 #[no_mangle]
 pub extern "C" fn park(h: u32, back: u32) -> u32 {
     with_world(0, |w| {
@@ -237,10 +244,10 @@ pub extern "C" fn park(h: u32, back: u32) -> u32 {
             return 0;
         };
         if back != 0 {
-            s.machine.resume(&codec::read_parked(&s.cells, win));
+            s.machine.resume(&codec::read_parked(win));
         } else if let Some(p) = s.machine.park() {
             s.refresh(win);
-            codec::write_parked(&p, win);
+            codec::write_parked(&p, s.flags, win);
             return 1;
         } else {
             return 0;

@@ -12,7 +12,7 @@ use crate::core::machine::Machine;
 use crate::core::options::Policy;
 use crate::core::random::Rng;
 
-use super::codec::{self, tag, Window, CELL_COUNT, WINDOW_LEN};
+use super::codec::{self, tag, window, Window, WINDOW_LEN};
 
 /// The world, created on first use.
 struct Global(RefCell<World>);
@@ -51,16 +51,23 @@ pub fn with_world<T>(fallback: T, f: impl FnOnce(&mut World) -> T) -> T {
     }
 }
 
-// Under load every concurrent flow holds one slot: keep it in the 256 B
-// allocator class (`heap.rs`), the next one up is 384 B.
-const _: () = assert!(core::mem::size_of::<Slot>() <= 256);
+// Under load every concurrent flow holds one slot: keep it in the 192 B
+// allocator class (`heap.rs`), the next one up is 256 B.
+const _: () = assert!(core::mem::size_of::<Slot>() <= 192);
 
-/// One retryer: its machine and the state cells JavaScript reads.
+/// Byte offset of the state in a slot.
+pub const STATE_AT: usize = core::mem::offset_of!(Slot, machine) + Machine::STATE_OFFSET;
+
+/// Byte offset of the flags word in a slot.
+pub const FLAGS_AT: usize = core::mem::offset_of!(Slot, flags);
+
+/// One retryer: its machine, whose state JavaScript reads in place, and the
+/// flags word beside it. Boxed, so the address handed to JavaScript never
+/// moves.
 pub struct Slot {
     pub machine: Machine,
-    /// Inside the boxed slot, so the address handed to JavaScript never
-    /// moves.
-    pub cells: [f64; CELL_COUNT],
+    /// `codec::flags_of(machine)` as of the last call.
+    pub flags: u32,
 }
 
 impl Slot {
@@ -77,9 +84,16 @@ impl Slot {
         code
     }
 
-    /// Mirrors the state into the cells (and the window).
+    /// Updates the flags word, and the newest generation in the window.
     pub fn refresh(&mut self, win: &mut Window) {
-        codec::mirror(&self.machine, &mut self.cells, win);
+        self.flags = codec::flags_of(&self.machine);
+        win[window::LAST_GEN] = f64::from(self.machine.last_gen());
+    }
+
+    /// Byte address of the slot: the front end finds the state at
+    /// `STATE_AT` and the flags word at `FLAGS_AT` from there.
+    pub fn address(&self) -> u32 {
+        self as *const Slot as u32
     }
 }
 
@@ -229,10 +243,7 @@ impl World {
 
     fn insert(&mut self, policy: Rc<Policy>) -> u32 {
         let machine = Machine::new(policy, self.seeder.next_u64());
-        let mut slot = Box::new(Slot {
-            machine,
-            cells: [0.0; CELL_COUNT],
-        });
+        let mut slot = Box::new(Slot { machine, flags: 0 });
         slot.refresh(&mut self.window);
         let index = match self.free.pop() {
             Some(i) => {
