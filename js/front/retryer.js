@@ -453,10 +453,8 @@ export class AsyncRetryer {
   #dirty = false;
   /** The newest flow's record; older unfinished ones wait in `rare.older`. */
   #flow = null;
-  /** The armed wait timer (timers.js); the two deadlines' are in `rare`. */
+  /** The bucket of the armed wait timer (timers.js); the deadlines' are in `rare`. */
   #wait = null;
-  /** The `signal` option, read on every execute. */
-  #signal = undefined;
   #lastResult = undefined;
   #lastError = undefined;
   /**
@@ -470,9 +468,18 @@ export class AsyncRetryer {
     return (this.#more ??= new Rare());
   }
 
-  /** The armed timer of kind `t` (wait, attempt, total), or null. */
+  /** The bucket of the armed timer of kind `t` (wait, attempt, total), or null. */
   #timer(t) {
     return t === 0 ? this.#wait : (this.#more?.deadlines[t - 1] ?? null);
+  }
+
+  /** Clears the timer of kind `t`, if armed: once, however often called. */
+  #clearTimer(t) {
+    const bucket = this.#timer(t);
+    if (bucket !== null) {
+      this.#setTimer(t, null);
+      disarm(bucket);
+    }
   }
 
   #setTimer(t, timer) {
@@ -510,7 +517,6 @@ export class AsyncRetryer {
     // the finalizer frees whatever slot the retryer holds when it dies, and
     // a disposed retryer simply holds none.
     registry?.register(this, slot);
-    this.#signal = this.#given.signal;
     const init = given?.initialState;
     if (init !== null && typeof init === 'object') {
       // Read (and validated) once already; a getter that threw never gets here.
@@ -610,7 +616,6 @@ export class AsyncRetryer {
     this.#given = mergeOptions(this.#given, next);
     if ('key' in next) this.key = next.key;
     if (this.#more !== null) this.#more.options = null;
-    this.#signal = this.#given.signal;
     this.#hint();
     if (!this.#pumping) this.#input(w.next(this.#h));
   }
@@ -629,7 +634,7 @@ export class AsyncRetryer {
     const promise = new Promise(capture);
     const prev = this.#flow;
     if (prev !== null && !prev.done) (this.#rare().older ??= new Map()).set(prev.gen, prev);
-    const signal = this.#signal;
+    const signal = this.#given.signal;
     const slot = this.#slot;
     // Numbers, not booleans, into the engine: V8 converts those fastest.
     const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
@@ -684,10 +689,7 @@ export class AsyncRetryer {
     slot.own = null;
     if (slot.h === 0) return;
     this.#abort();
-    for (let t = 0; t < 3; t++) {
-      const timer = this.#timer(t);
-      if (timer !== null) disarm(timer);
-    }
+    for (let t = 0; t < 3; t++) this.#clearTimer(t);
     slot.free();
   }
 
@@ -852,18 +854,12 @@ export class AsyncRetryer {
         if (flow !== null) this.#invoke(flow);
         return;
       }
-      case FX_START_TIMER: {
-        const timer = this.#timer(sub);
-        if (timer !== null) disarm(timer);
+      case FX_START_TIMER:
+        this.#clearTimer(sub);
         this.#setTimer(sub, arm(this, sub, F[WIN + WIN_VALUE]));
         return;
-      }
       case FX_CLEAR_TIMER:
-        const timer = this.#timer(sub);
-        if (timer !== null) {
-          disarm(timer);
-          this.#setTimer(sub, null);
-        }
+        this.#clearTimer(sub);
         return;
       case FX_ABORT_ATTEMPT: {
         const flow = this.#flowOf(F[WIN + WIN_GEN]);
@@ -921,8 +917,9 @@ export class AsyncRetryer {
     }
   }
 
-  /** A timer of kind `t` fired (see timers.js). */
-  [FIRE](t) {
+  /** A timer of kind `t` armed in `bucket` fired (see timers.js). */
+  [FIRE](t, bucket) {
+    if (this.#timer(t) !== bucket) return; // cleared, or armed anew since
     this.#setTimer(t, null);
     this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
   }

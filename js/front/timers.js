@@ -2,10 +2,10 @@
 // retryers wait for it. Flows that fail together retry together (10,000
 // flows failing at once all wait the same 1 ms), and a host timer each would
 // cost every one of them a Node `Timeout` (~150 B with its fields) plus a
-// callback closure and its context; an entry here is one small record.
+// callback closure and its context; an entry here is two array slots.
 import { reportLater } from './errors.js';
 
-/** The method a timer's owner is called through when it fires: `owner[FIRE](kind)`. */
+/** How a bucket calls a timer's owner when it fires: `owner[FIRE](kind, bucket)`. */
 export const FIRE = Symbol('retry-wasm timer');
 
 /** Due millisecond -> the open bucket due then (one that has not fired). */
@@ -21,7 +21,10 @@ const open = new Map();
  */
 const HOST_SET_TIMEOUT = globalThis.setTimeout;
 
-/** Timers due in one millisecond, behind one host timer. */
+/**
+ * Timers due in one millisecond, behind one host timer: `entries` holds
+ * owner, kind, owner, kind, ...
+ */
 class Bucket {
   constructor(due, clearTimer) {
     /** The due millisecond, its key in `open`; NaN for an unshared one. */
@@ -35,19 +38,11 @@ class Bucket {
   }
 }
 
-/** One armed timer; `owner` is dropped when it fires or is cleared. */
-class Timer {
-  constructor(owner, kind, bucket) {
-    this.owner = owner;
-    this.kind = kind;
-    this.bucket = bucket;
-  }
-}
-
 /**
- * Arms a timer of `kind` for `owner`, due in `delay` ms, and returns the
- * handle for `disarm`. A shared timer is due at the next whole millisecond
- * (never early), so timers armed for the same millisecond share one.
+ * Arms a timer of `kind` for `owner`, due in `delay` ms; returns its
+ * bucket, which the owner keeps to know the timer by (and to `disarm` it).
+ * A shared timer is due at the next whole millisecond (never early), so
+ * timers armed for the same millisecond share one.
  */
 export function arm(owner, kind, delay) {
   const setTimer = globalThis.setTimeout;
@@ -65,17 +60,17 @@ export function arm(owner, kind, delay) {
     bucket = new Bucket(NaN, globalThis.clearTimeout);
     bucket.handle = setTimer(fire, delay, bucket);
   }
-  const timer = new Timer(owner, kind, bucket);
-  bucket.entries.push(timer);
+  bucket.entries.push(owner, kind);
   bucket.live++;
-  return timer;
+  return bucket;
 }
 
-/** Clears a timer from `arm` (one that fired or was cleared is left alone). */
-export function disarm(timer) {
-  if (timer.owner === null) return;
-  timer.owner = null;
-  const bucket = timer.bucket;
+/**
+ * Clears one timer the owner armed in `bucket` (and forgets it). Its entry
+ * stays until the bucket fires, when the owner ignores it; a bucket with
+ * no live timer left is cleared at once.
+ */
+export function disarm(bucket) {
   if (--bucket.live === 0) {
     const clearTimer = bucket.clearTimer;
     clearTimer(bucket.handle);
@@ -88,14 +83,10 @@ function fire(bucket) {
   // even for this same millisecond.
   if (open.get(bucket.due) === bucket) open.delete(bucket.due);
   const entries = bucket.entries;
-  for (let i = 0; i < entries.length; i++) {
-    const timer = entries[i];
-    const owner = timer.owner;
-    if (owner === null) continue;
-    timer.owner = null;
-    bucket.live--;
+  for (let i = 0; i < entries.length; i += 2) {
     try {
-      owner[FIRE](timer.kind);
+      // The owner fires the timer only if it still has it in this bucket.
+      entries[i][FIRE](entries[i + 1], bucket);
     } catch (error) {
       // The retryer catches what user code throws; this is a last guard so
       // that one failure cannot strand the other timers of the bucket.

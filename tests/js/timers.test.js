@@ -54,6 +54,42 @@ describe('shared timers (real timers)', () => {
     expect(hostTimeouts()).toBeLessThanOrEqual(before)
   })
 
+  it('a retryer disposed while it shares a timer is not called when it fires; the others are', async () => {
+    const before = hostTimeouts()
+    const fns = [failing(1, 'a'), failing(1, 'b'), failing(1, 'c')]
+    const retryers = fns.map((fn) => new AsyncRetryer(fn, { backoff: 'fixed', baseWait: 30, jitter: 0 }))
+    const ts = retryers.map((r) => track(r.execute()))
+    await flush()
+    retryers[0][Symbol.dispose]()
+    // Disposing twice must not clear the timer the other two still share.
+    retryers[0][Symbol.dispose]()
+    await sleep(60)
+    await flush()
+    expect(ts[0].value).toBe(undefined)
+    expect(ts.slice(1).map((t) => t.value)).toEqual(['b', 'c'])
+    expect(fns.map((fn) => fn.mock.calls.length)).toEqual([1, 2, 2])
+    expect(hostTimeouts()).toBeLessThanOrEqual(before)
+  })
+
+  it('a flow aborted and started again while its bucket-mates wait retries once per wait', async () => {
+    const fns = [failing(2, 'a'), failing(1, 'b')]
+    const retryers = fns.map((fn) => new AsyncRetryer(fn, { backoff: 'fixed', baseWait: 30, jitter: 0 }))
+    const first = track(retryers[0].execute())
+    const other = track(retryers[1].execute())
+    await flush()
+    retryers[0].abort()
+    // A new flow on the same retryer: its attempt 1 (the function's 2nd
+    // call) fails too and arms a wait, most likely into the same bucket.
+    const again = track(retryers[0].execute())
+    await flush()
+    await sleep(60)
+    await flush()
+    expect(first.value).toBe(undefined)
+    expect(again.value).toBe('a')
+    expect(other.value).toBe('b')
+    expect(fns.map((fn) => fn.mock.calls.length)).toEqual([3, 2])
+  })
+
   it('clears the host timer once every flow sharing it has been aborted', async () => {
     const before = hostTimeouts()
     const retryers = Array.from({ length: 20 }, () =>
