@@ -232,6 +232,24 @@ describe('rule 1: execute passes args; disabled resolves undefined at once', () 
     expect(rec.log[0]).toEqual(['onError', expect.any(Error), ['k', 9]])
   })
 
+  it('a call without arguments gives its callbacks one empty array, the same each time', async () => {
+    const fn = script([new Error('1'), { ok: 1 }])
+    const seen = []
+    const r = new AsyncRetryer(fn, {
+      baseWait: 5,
+      onError: (_e, args) => seen.push(args),
+      onSuccess: (_v, args) => seen.push(args),
+      onSettled: (args) => seen.push(args),
+    })
+    const t = track(r.execute())
+    await advance(5)
+    expect(t.value).toBe(1)
+    expect(fn.mock.calls).toEqual([[], []])
+    expect(seen.length).toBe(4)
+    for (const args of seen) expect(args).toBe(seen[0])
+    expect(seen[0]).toEqual([])
+  })
+
   it('every callback receives the retryer itself as its last argument', async () => {
     const rec = recorder()
     const r = new AsyncRetryer(script([new Error('x'), { ok: 1 }]), { ...rec.cb, baseWait: 1 })
