@@ -4,8 +4,7 @@
 // generated glue: the front calls the exports directly.
 import base64 from '../../pkg/wasm-bytes.js';
 import {
-  CELL_ATTEMPT, CELL_COUNT, CELL_FLAGS, CELL_LAST_TIME, CELL_VERSION, STATE_ATTEMPT, STATE_COUNT,
-  STATE_LAST_TIME, STATE_TOTAL_TIME, STATE_VERSION,
+  CELL_ATTEMPT, CELL_COUNT, CELL_FLAGS, CELL_VERSION, STATE_ATTEMPT, STATE_COUNT, STATE_VERSION,
 } from './wire.js';
 
 /** base64 -> bytes -> inflated wasm (the build deflates it). */
@@ -58,9 +57,8 @@ export function stateCell(s, k) {
     case CELL_VERSION: return words()[s * 2 + STATE_VERSION];
     case CELL_ATTEMPT: return words()[s * 2 + STATE_ATTEMPT];
     case CELL_FLAGS: return words()[s * 2 + FLAGS_FROM_STATE];
-    case CELL_COUNT: return cells()[s + STATE_COUNT];
-    case CELL_LAST_TIME: return cells()[s + STATE_LAST_TIME];
-    default: return cells()[s + STATE_TOTAL_TIME];
+    // COUNT, LAST_TIME, TOTAL_TIME: the state's three f64s, in this order.
+    default: return cells()[s + STATE_COUNT + k - CELL_COUNT];
   }
 }
 

@@ -3,6 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w, stateCell, stateIndex, WIN, words } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
+import { BUSY, PARK_ABOVE, QUEUED, VACANT } from './slots.js';
 import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
@@ -15,9 +16,10 @@ import {
   FX_START_TIMER, FX_STATE_CHANGED, FX_UNLISTEN, GIVE_UP_REASONS, INITIAL_FIELDS, MORE,
   OPTION_NAMES, OPT_BASE_WAIT, OPT_INITIAL_STATE, OPT_INTERVALS, OPT_JITTER,
   OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
-  OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, STATUSES,
+  OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, OWN_STATE,
+  STATUSES,
   STATE_VERSION, TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN,
-  WIN_PARKED_LEN, WIN_STATE,
+  WIN_PARKED_LEN,
   WIN_VALUE,
 } from './wire.js';
 
@@ -40,96 +42,76 @@ const DEFAULTS = Object.freeze({
   throwOnError: 'last',
 });
 
-/**
- * Engine memory: a retryer holds an engine slot (192 B of linear memory,
- * which never shrinks) from construction on. Above PARK_ABOVE attached
- * retryers, idle ones are parked: their state is copied out (a small JS
- * array the store reads from) and the slot is freed; the next execute()
- * rebuilds it from the options and that copy. So many short-lived
- * retryers cost engine memory for about PARK_ABOVE of them at a time,
- * instead of for every one the garbage collector has not finalized yet.
- */
-const PARK_ABOVE = 512;
-/** Where a parked copy holds the state cells (CELL_*). */
-const OWN_STATE = WIN_STATE - WIN_LAST_GEN;
+// Engine memory: a retryer holds an engine slot (192 B of linear memory,
+// which never shrinks) from construction on, under one handle for its whole
+// life. Above PARK_ABOVE attached retryers, idle ones are parked: their
+// state is copied out (a small JS array the store reads from) and the slot
+// is freed, the handle kept vacant; the next execute() rebuilds the slot
+// from the options and that copy, under the same handle. So many
+// short-lived retryers cost engine memory for about PARK_ABOVE of them at a
+// time, instead of for every one the garbage collector has not finalized
+// yet. Everything here is by handle (a number), so nothing queued for
+// parking keeps a retryer or its functions alive, and the finalizer needs
+// no record per retryer.
+
+/** Handles holding a slot now. */
 let attached = 0;
-/** Slot records of retryers that went idle while crowded, oldest first. */
+/** Handles of retryers that went idle while crowded, oldest first. */
 let idle = [];
 let idleHead = 0;
+/** What parked retryers keep (what `park` copied), by handle. */
+const parkedState = new Map();
 
-/**
- * What the engine holds for one retryer, apart from the retryer so that a
- * queued record keeps no user function alive: handle `h` (0 when parked or
- * freed), the index `c` of its state (see engine.js `stateIndex`), and the
- * parked copy `own`.
- */
-class Slot {
-  constructor(h) {
-    this.h = 0;
-    this.c = 0;
-    this.own = null;
-    this.queued = false;
-    this.busy = false;
-    this.attach(h);
+/** Per handle: BUSY, QUEUED, VACANT (slots.js). */
+let marks = new Uint8Array(1024);
+
+/** A new handle `h` holds a slot now (made, or given back to a parked retryer). */
+function attachedNow(h) {
+  if (h >= marks.length) {
+    const grown = new Uint8Array(Math.max(h + 1, marks.length * 2));
+    grown.set(marks);
+    marks = grown;
   }
+  marks[h] &= ~VACANT;
+  attached++;
+}
 
-  /**
-   * Takes engine slot `h` (new, with this retryer's policy) and, when this
-   * slot was parked, puts back what `park` kept.
-   */
-  attach(h) {
-    const c = stateIndex(h);
-    const own = this.own;
-    if (own !== null) {
-      const F = cells();
-      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[i];
-      w.park(h, 1);
-      this.own = null;
-    }
-    this.h = h;
-    this.c = c;
-    attached++;
-  }
+/** Frees handle `h`'s slot and keeps the handle (parked or disposed). */
+function vacate(h) {
+  w.destroy(h, 1);
+  marks[h] |= VACANT;
+  attached--;
+}
 
-  free() {
-    if (this.h === 0) return;
-    w.destroy(this.h);
-    this.h = 0;
-    this.c = 0;
-    attached--;
-  }
+/** Parks handle `h` if the engine says its retryer is idle. */
+function park(h) {
+  if ((marks[h] & (BUSY | VACANT)) !== 0 || !w.park(h, 0)) return false;
+  // What the engine wrote into the window for parking, state included (at
+  // OWN_STATE). A plain array: one allocation, where a typed array takes
+  // three.
+  const F = cells();
+  const own = new Array(WIN_PARKED_LEN);
+  for (let i = 0; i < WIN_PARKED_LEN; i++) own[i] = F[WIN + WIN_LAST_GEN + i];
+  parkedState.set(h, own);
+  vacate(h);
+  return true;
+}
 
-  /** Parks the slot if the engine says it is idle. */
-  park() {
-    // A flow in progress is visible in the flags: no call needed to skip it.
-    if (this.h === 0 || this.busy || (stateCell(this.c, CELL_FLAGS) & FLAG_ACTIVE) !== 0 || !w.park(this.h, 0)) return false;
-    // What the engine wrote into the window for parking, state included
-    // (at OWN_STATE). A plain array: one allocation, where a typed array
-    // takes three.
-    const F = cells();
-    const own = new Array(WIN_PARKED_LEN);
-    for (let i = 0; i < WIN_PARKED_LEN; i++) own[i] = F[WIN + WIN_LAST_GEN + i];
-    this.own = own;
-    this.free();
-    return true;
-  }
-
-  /** Queues this slot to be parked when retryers are crowded. */
-  idleNow() {
-    if (attached > PARK_ABOVE && !this.queued) {
-      this.queued = true;
-      idle.push(this);
-    }
+/** Queues handle `h`, whose retryer went idle, to be parked when crowded. */
+function idleNow(h) {
+  if (attached > PARK_ABOVE && (marks[h] & QUEUED) === 0) {
+    marks[h] |= QUEUED;
+    idle.push(h);
   }
 }
 
 /** Parks one queued idle retryer when too many are attached. */
 function relieve() {
   while (attached > PARK_ABOVE && idleHead < idle.length) {
-    const slot = idle[idleHead];
-    idle[idleHead++] = undefined;
-    slot.queued = false;
-    if (slot.park()) break;
+    const h = idle[idleHead];
+    idle[idleHead++] = 0;
+    marks[h] &= ~QUEUED;
+    if (park(h)) break;
   }
   if (idleHead > 1024 && idleHead * 2 > idle.length) {
     idle = idle.slice(idleHead);
@@ -137,8 +119,15 @@ function relieve() {
   }
 }
 
+// The finalizer gives the handle back: whatever the engine still holds for
+// it (a slot, or nothing when parked or disposed) and what parking kept.
 const registry = typeof FinalizationRegistry === 'function'
-  ? new FinalizationRegistry((slot) => slot.free())
+  ? new FinalizationRegistry((h) => {
+    if ((marks[h] & VACANT) === 0) attached--;
+    marks[h] = 0;
+    parkedState.delete(h);
+    w.destroy(h, 0);
+  })
   : null;
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
@@ -305,7 +294,7 @@ function sameSnapshot(t, opts, [keys, values]) {
 function remember(opts, [keys, values], merged, record, h) {
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
   const copy = sharePolicy(h);
-  if (template !== null) w.destroy(template.h);
+  if (template !== null) w.destroy(template.h, 0);
   template = { opts, keys, values, given: merged, record, h: copy, key: merged.key };
 }
 
@@ -428,30 +417,47 @@ function capture(resolve, reject) {
  * option and its default.
  */
 export class AsyncRetryer {
-  /** The engine slot (see Slot); parked between flows when crowded. */
-  #slot;
+  /** The engine handle, the retryer's for its whole life (see PARK_ABOVE). */
+  #h;
+  /**
+   * Where its state is while attached (engine.js `stateIndex`): read on
+   * every settle, so kept rather than asked for.
+   */
+  #c = 0;
   /** The engine calls that rebuild this retryer's policy (see replay). */
   #record;
 
-  get #h() {
-    return this.#slot.h;
-  }
-
   /** State cell `k` (CELL_*): from linear memory, or the parked copy. */
   #cell(k) {
-    const slot = this.#slot;
-    return slot.h !== 0 ? stateCell(slot.c, k) : slot.own[OWN_STATE + k];
+    const h = this.#h;
+    if ((marks[h] & VACANT) === 0) return stateCell(stateIndex(h), k);
+    // Disposed: nothing kept.
+    return parkedState.get(h)?.[OWN_STATE + k];
   }
 
   /** Gives a parked (or disposed) retryer an engine slot again. */
   #attach() {
-    const slot = this.#slot;
-    if (slot.h !== 0) return;
-    // Make room first: while this slot is empty parking cannot pick it (a
-    // disposed slot may still be queued), and once attached it is about to
-    // be used.
+    const h = this.#h;
+    if ((marks[h] & VACANT) === 0) return;
+    // Make room first: while this handle is vacant parking cannot pick it,
+    // and once attached it is about to be used.
     relieve();
-    slot.attach(spawn(this.#record));
+    w.reuse(h);
+    try {
+      // Options that passed once pass again: the slot lands on `h`.
+      if (spawn(this.#record) !== h) throw new TypeError('retry-wasm: could not rebuild a parked retryer');
+    } finally {
+      w.reuse(0);
+    }
+    this.#c = stateIndex(h);
+    const own = parkedState.get(h);
+    if (own !== undefined) {
+      const F = cells();
+      for (let i = 0; i < WIN_PARKED_LEN; i++) F[WIN + WIN_LAST_GEN + i] = own[i];
+      w.park(h, 1);
+      parkedState.delete(h);
+    }
+    attachedNow(h);
   }
 
   #given;
@@ -500,11 +506,11 @@ export class AsyncRetryer {
     /** The function being retried. */
     this.fn = fn;
     const entries = readEntries(initialOptions);
-    let slot;
+    let h;
     // On the template path no snapshot object is built at all.
     let given = null;
     if (sameSnapshot(template, initialOptions, entries)) {
-      slot = new Slot(spawn(template.record));
+      h = spawn(template.record);
       this.#given = template.given;
       this.#record = template.record;
       /** The `key` option, an identifier. */
@@ -512,17 +518,19 @@ export class AsyncRetryer {
     } else {
       given = snapshotOf(entries);
       this.#record = {};
-      slot = new Slot(applyOptions(0, given, this.#record));
+      h = applyOptions(0, given, this.#record);
       // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
       this.#given = mergeOptions({}, given);
-      remember(initialOptions, entries, this.#given, this.#record, slot.h);
+      remember(initialOptions, entries, this.#given, this.#record, h);
       this.key = given.key;
     }
-    this.#slot = slot;
-    // No unregister token (registering with one costs about twice as much):
-    // the finalizer frees whatever slot the retryer holds when it dies, and
-    // a disposed retryer simply holds none.
-    registry?.register(this, slot);
+    this.#h = h;
+    this.#c = stateIndex(h);
+    attachedNow(h);
+    // The handle as held value (a number: no record per retryer), and no
+    // unregister token (registering with one costs about twice as much): a
+    // disposed retryer keeps its handle, vacant, until the finalizer runs.
+    registry?.register(this, h);
     const init = given?.initialState;
     if (init !== null && typeof init === 'object') {
       // Read (and validated) once already; a getter that threw never gets here.
@@ -531,7 +539,7 @@ export class AsyncRetryer {
     }
     this.#hint();
     relieve();
-    slot.idleNow();
+    idleNow(h);
   }
 
   /**
@@ -628,7 +636,7 @@ export class AsyncRetryer {
 
   /** `execute`'s body, bound to the retryer when first read. */
   #execute(...args) {
-    if (this.#slot.h === 0) {
+    if ((marks[this.#h] & VACANT) !== 0) {
       try {
         this.#attach();
       } catch (error) {
@@ -644,20 +652,19 @@ export class AsyncRetryer {
     const prev = this.#flow;
     if (prev !== null && !prev.done) (this.#rare().older ??= new Map()).set(prev.gen, prev);
     const signal = this.#given.signal;
-    const slot = this.#slot;
     // Numbers, not booleans, into the engine: V8 converts those fastest.
-    const e = w.execute(slot.h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
+    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
     // `>>> 0`: a small integer, not a double, so that no field or context
     // holding it is boxed (16 B each per flow).
     flow.gen = cells()[WIN + WIN_LAST_GEN] >>> 0;
     this.#flow = flow;
     // The common case, a lone first attempt: run it without the drain loop.
     if (e === FX_INVOKE && !this.#pumping) {
-      this.#pumping = this.#slot.busy = true;
+      this.#pumping = true;
       try {
         this.#invoke(flow);
       } finally {
-        this.#pumping = this.#slot.busy = false;
+        this.#pumping = false;
       }
       if (this.#dirty) {
         this.#dirty = false;
@@ -694,12 +701,12 @@ export class AsyncRetryer {
 
   /** Aborts any active flow and frees the engine's memory for this retryer. */
   [disposeSymbol]() {
-    const slot = this.#slot;
-    slot.own = null;
-    if (slot.h === 0) return;
+    const h = this.#h;
+    parkedState.delete(h);
+    if ((marks[h] & VACANT) !== 0) return;
     this.#abort();
     for (let t = 0; t < 3; t++) this.#clearTimer(t);
-    slot.free();
+    vacate(h);
   }
 
   #view() {
@@ -712,19 +719,20 @@ export class AsyncRetryer {
   #hint() {
     const enabled = this.#given.enabled;
     if (typeof enabled === 'function') {
-      // Busy while user code runs, so that nothing it does parks this
-      // retryer (and hands its slot to another) before the answer lands.
-      const slot = this.#slot;
-      const busy = slot.busy;
-      slot.busy = true;
+      // Busy while user code runs: the engine is idle, so what that code
+      // does could park this retryer before the answer lands. (Everywhere
+      // else user code runs, a flow is active or an effect queued, and the
+      // engine refuses to park.)
+      const h = this.#h;
+      const busy = marks[h] & BUSY;
+      marks[h] |= BUSY;
       try {
-        const on = !!enabled(this);
-        w.hint(slot.h, on);
+        w.hint(h, !!enabled(this));
       } catch {
         // Nobody can receive this error now; the next execute() asks
         // `enabled` again and rejects with what it throws.
       } finally {
-        slot.busy = busy;
+        if (!busy) marks[h] &= ~BUSY;
       }
     }
   }
@@ -797,7 +805,7 @@ export class AsyncRetryer {
       return;
     }
     if (e === 0) return;
-    this.#pumping = this.#slot.busy = true;
+    this.#pumping = true;
     try {
       for (;;) {
         this.#run(e);
@@ -807,7 +815,7 @@ export class AsyncRetryer {
         if (e === 0) break;
       }
     } finally {
-      this.#pumping = this.#slot.busy = false;
+      this.#pumping = false;
       this.#dirty = false;
     }
   }
@@ -816,14 +824,14 @@ export class AsyncRetryer {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done) return;
     // A flow that is not done belongs to an attached retryer.
-    const slot = this.#slot;
-    const at = slot.c * 2 + STATE_VERSION;
+    const h = this.#h;
+    const at = this.#c * 2 + STATE_VERSION;
     const before = words()[at];
     const pop = this.#pumping ? 0 : 1;
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
-      ? w.ok(slot.h, gen, attempt, Date.now(), pop)
-      : w.err(slot.h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
+      ? w.ok(h, gen, attempt, Date.now(), pop)
+      : w.err(h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
     if (words()[at] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
@@ -1025,7 +1033,7 @@ export class AsyncRetryer {
       case OUTCOME_THROWN: flow.reject(flow.extra?.thrown?.error); break;
       default: flow.resolve(undefined);
     }
-    this.#slot.idleNow();
+    idleNow(this.#h);
   }
 }
 

@@ -51,10 +51,11 @@ export const CELL_LAST_TIME = 3;
 export const CELL_TOTAL_TIME = 4;
 export const CELL_FLAGS = 5;
 
-/** Where the state fields are (codec.rs `state_at`): f64 indices from the state... */
+/**
+ * Where the state fields are (codec.rs `state_at`): f64 indices from the
+ * state (count, last time, total time: 0-2, in CELL_* order)...
+ */
 export const STATE_COUNT = 0;
-export const STATE_LAST_TIME = 1;
-export const STATE_TOTAL_TIME = 2;
 /** ...and u32 indices from twice its f64 index. */
 export const STATE_ATTEMPT = 6;
 export const STATE_VERSION = 7;
@@ -76,6 +77,8 @@ export const WIN_GEN = 2;
 export const WIN_LAST_GEN = 3;
 export const WIN_STATE = 7;
 export const WIN_PARKED_LEN = 10;
+/** Where a parked copy (WIN_LAST_GEN onwards) holds the state cells. */
+export const OWN_STATE = WIN_STATE - WIN_LAST_GEN;
 
 /** Effect kinds: the low four bits of an effect code. */
 export const FX_INVOKE = 1;

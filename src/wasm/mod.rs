@@ -135,10 +135,19 @@ pub extern "C" fn unstage() {
     with_world((), |w| w.staging = None);
 }
 
-/// Frees retryer `h`.
+/// Frees retryer `h`'s slot. `keep` = 1 (parking, dispose): the handle
+/// stays the retryer's, vacant, until its finalizer calls this with 0;
+/// `keep` = 0: the handle may be handed out again.
 #[no_mangle]
-pub extern "C" fn destroy(h: u32) {
-    with_world((), |w| w.destroy(h));
+pub extern "C" fn destroy(h: u32, keep: u32) {
+    with_world((), |w| w.destroy(h, keep != 0));
+}
+
+/// The next slot made (`share`, `commit(0)`) goes to vacant handle `h`, a
+/// parked or disposed retryer's, instead of a new one; 0 undoes this.
+#[no_mangle]
+pub extern "C" fn reuse(h: u32) {
+    with_world((), |w| w.reuse = h.checked_sub(1));
 }
 
 /// Byte offset of retryer `h`'s slot in linear memory (8-aligned): its

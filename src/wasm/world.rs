@@ -144,11 +144,17 @@ impl Budgets for BudgetSlab {
 
 /// All retryers and budgets of the module.
 pub struct World {
+    /// By handle - 1: a retryer's slot, or `None` for a handle that is free
+    /// (on `free`) or vacant (a parked or disposed retryer keeps it until
+    /// its finalizer releases it).
     machines: Vec<Option<Box<Slot>>>,
     free: Vec<u32>,
     pub budgets: BudgetSlab,
     /// Options being validated for a constructor or `setOptions` call.
     pub staging: Option<Policy>,
+    /// Where the next slot made goes (index): a parked or disposed
+    /// retryer's vacant handle, so that it keeps one handle for life.
+    pub reuse: Option<u32>,
     seeder: Rng,
     /// The cells all retryers share (see `codec::window`); inside the
     /// static world, so its address never moves.
@@ -168,6 +174,7 @@ impl World {
                 free: Vec::new(),
             },
             staging: None,
+            reuse: None,
             seeder: Rng::new(seed),
             window: [0.0; WINDOW_LEN],
         }
@@ -245,7 +252,8 @@ impl World {
         let machine = Machine::new(policy, self.seeder.next_u64());
         let mut slot = Box::new(Slot { machine, flags: 0 });
         slot.refresh(&mut self.window);
-        let index = match self.free.pop() {
+        let vacant = |i: &u32| matches!(self.machines.get(*i as usize), Some(None));
+        let index = match self.reuse.take().filter(vacant).or_else(|| self.free.pop()) {
             Some(i) => {
                 if let Some(place) = self.machines.get_mut(i as usize) {
                     *place = Some(slot);
@@ -260,13 +268,18 @@ impl World {
         index + 1
     }
 
-    pub fn destroy(&mut self, h: u32) {
+    /// Frees retryer `h`'s slot. `keep`: the handle stays its (vacant) until
+    /// `destroy(h, false)`; otherwise it may be handed out again. The front
+    /// end releases each handle once (its retryer's finalizer).
+    pub fn destroy(&mut self, h: u32, keep: bool) {
         let Some(i) = h.checked_sub(1) else {
             return;
         };
-        if let Some(place @ Some(_)) = self.machines.get_mut(i as usize) {
+        if let Some(place) = self.machines.get_mut(i as usize) {
             *place = None;
-            self.free.push(i);
+            if !keep {
+                self.free.push(i);
+            }
         }
     }
 

@@ -219,6 +219,50 @@ describe('retryers built from the same options object', () => {
   })
 })
 
+describe('parking from inside user code', () => {
+  it('a retryer whose own callbacks, subscriber and result crowd the engine finishes right, and goes on', async () => {
+    vi.useFakeTimers()
+    const crowd = [await idleCrowd(700)]
+    // Each of these builds and runs idle retryers while r's effects are
+    // being carried out: whatever r holds then may be parked under it.
+    const build = async () => crowd.push(await idleCrowd(100))
+    let calls = 0
+    const r = new AsyncRetryer(async () => {
+      calls++
+      if (calls % 2 === 1) throw new Error('odd')
+      // A thenable result: its `then` is read (user code) while r settles.
+      return {
+        get then() {
+          build()
+          return undefined
+        },
+        n: calls,
+      }
+    }, { backoff: 'fixed', baseWait: 10, onRetry: build, onSuccess: build, onSettled: build })
+    const seen = []
+    r.store.subscribe((s) => {
+      seen.push(s.executionCount)
+      build()
+    })
+    for (let round = 1; round <= 3; round++) {
+      const t = track(r.execute())
+      await flush()
+      await advance(10)
+      await flush()
+      expect(t.status).toBe('fulfilled')
+      expect(t.value.n).toBe(round * 2)
+      const state = r.store.state
+      expect(state.executionCount).toBe(round)
+      expect(state.status).toBe('idle')
+      expect(state.isExecuting).toBe(false)
+      expect(state.lastResult.n).toBe(round * 2)
+      expect(seen.at(-1)).toBe(round)
+    }
+    expect(calls).toBe(6)
+    expect(slotsInUse()).toBeLessThanOrEqual(520)
+  })
+})
+
 describe('disposed retryers', () => {
   it('run again after Symbol.dispose even while crowded (the freed slot may still be queued)', async () => {
     const dispose = Symbol.dispose ?? Symbol.for('Symbol.dispose')

@@ -1,0 +1,16 @@
+// Numbers of the engine slot bookkeeping in retryer.js. A module of plain
+// constants only, so that a bundler inlines them (esbuild keeps a module's
+// own constants as variables, and inlines imported ones).
+
+/** Attached retryers above which idle ones are parked (retryer.js). */
+export const PARK_ABOVE = 512;
+
+/**
+ * Bits of a handle's marks: BUSY while its retryer asks a dynamic `enabled`
+ * (user code runs while the engine is idle, so parking must wait); QUEUED
+ * while in the queue of retryers to park; VACANT while it has no slot
+ * (parked or disposed).
+ */
+export const BUSY = 1;
+export const QUEUED = 2;
+export const VACANT = 4;
