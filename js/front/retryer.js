@@ -3,7 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w, stateCell, stateIndex, WIN, words } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
-import { BUSY, PARK_ABOVE, QUEUED, VACANT } from './slots.js';
+import { BUSY, DIRTY, PARK_ABOVE, PUMPING, QUEUED, VACANT } from './slots.js';
 import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
@@ -370,9 +370,9 @@ class Flow {
     this.gen = 0;
     /** The arguments of the call; null for none (see argsOut). */
     this.args = args;
+    /** The promise's resolving functions; both null once the flow is done. */
     this.resolve = null;
     this.reject = null;
-    this.done = false;
     this.result = undefined;
     this.error = undefined;
     /** A FlowExtra, made when first needed: most flows never need it. */
@@ -381,6 +381,11 @@ class Flow {
 
   get more() {
     return (this.extra ??= new FlowExtra());
+  }
+
+  /** Whether the flow has settled its promise. */
+  done() {
+    return this.resolve === null;
   }
 
   /** The arguments as callbacks get them: one array per flow, made when first asked for. */
@@ -461,8 +466,12 @@ export class AsyncRetryer {
   }
 
   #given;
-  #pumping = false;
-  #dirty = false;
+  /**
+   * 0, or PUMPING while effects are being carried out, DIRTY once an input
+   * made inside that queued more (one field: every field costs each
+   * pending flow 8 B).
+   */
+  #pump = 0;
   /** The newest flow's record; older unfinished ones wait in `rare.older`. */
   #flow = null;
   /** The bucket of the armed wait timer (timers.js); the deadlines' are in `rare`. */
@@ -631,7 +640,7 @@ export class AsyncRetryer {
     if ('key' in next) this.key = next.key;
     if (this.#more !== null) this.#more.options = null;
     this.#hint();
-    if (!this.#pumping) this.#input(w.next(this.#h));
+    if (this.#pump === 0) this.#input(w.next(this.#h));
   }
 
   /** `execute`'s body, bound to the retryer when first read. */
@@ -650,26 +659,25 @@ export class AsyncRetryer {
     capturing = flow;
     const promise = new Promise(capture);
     const prev = this.#flow;
-    if (prev !== null && !prev.done) (this.#rare().older ??= new Map()).set(prev.gen, prev);
+    if (prev !== null && !prev.done()) (this.#rare().older ??= new Map()).set(prev.gen, prev);
     const signal = this.#given.signal;
     // Numbers, not booleans, into the engine: V8 converts those fastest.
-    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pumping ? 0 : 1);
+    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pump === 0 ? 1 : 0);
     // `>>> 0`: a small integer, not a double, so that no field or context
     // holding it is boxed (16 B each per flow).
     flow.gen = cells()[WIN + WIN_LAST_GEN] >>> 0;
     this.#flow = flow;
     // The common case, a lone first attempt: run it without the drain loop.
-    if (e === FX_INVOKE && !this.#pumping) {
-      this.#pumping = true;
+    if (e === FX_INVOKE && this.#pump === 0) {
+      this.#pump = PUMPING;
+      let dirty;
       try {
         this.#invoke(flow);
       } finally {
-        this.#pumping = false;
+        dirty = this.#pump === DIRTY;
+        this.#pump = 0;
       }
-      if (this.#dirty) {
-        this.#dirty = false;
-        this.#input(w.next(this.#h));
-      }
+      if (dirty) this.#input(w.next(this.#h));
     } else {
       this.#input(e);
     }
@@ -689,14 +697,14 @@ export class AsyncRetryer {
   }
 
   #abort() {
-    this.#input(w.cancel(this.#h, false, !this.#pumping));
+    this.#input(w.cancel(this.#h, false, this.#pump === 0));
   }
 
   #reset() {
     this.#attach();
     this.#lastResult = undefined;
     this.#lastError = undefined;
-    this.#input(w.reset(this.#h, !this.#pumping));
+    this.#input(w.reset(this.#h, this.#pump === 0));
   }
 
   /** Aborts any active flow and frees the engine's memory for this retryer. */
@@ -800,34 +808,33 @@ export class AsyncRetryer {
    * the outer drain picks the new effects up.
    */
   #input(e) {
-    if (this.#pumping) {
-      if (e !== 0) this.#dirty = true;
+    if (this.#pump !== 0) {
+      if (e !== 0) this.#pump = DIRTY;
       return;
     }
     if (e === 0) return;
-    this.#pumping = true;
+    this.#pump = PUMPING;
     try {
       for (;;) {
         this.#run(e);
-        if ((e & MORE) === 0 && !this.#dirty) break;
-        this.#dirty = false;
+        if ((e & MORE) === 0 && this.#pump !== DIRTY) break;
+        this.#pump = PUMPING;
         e = w.next(this.#h);
         if (e === 0) break;
       }
     } finally {
-      this.#pumping = false;
-      this.#dirty = false;
+      this.#pump = 0;
     }
   }
 
   #settled(gen, attempt, fulfilled, value) {
     const flow = this.#flowOf(gen);
-    if (flow === null || flow.done) return;
+    if (flow === null || flow.done()) return;
     // A flow that is not done belongs to an attached retryer.
     const h = this.#h;
     const at = this.#c * 2 + STATE_VERSION;
     const before = words()[at];
-    const pop = this.#pumping ? 0 : 1;
+    const pop = this.#pump === 0 ? 1 : 0;
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(h, gen, attempt, Date.now(), pop)
@@ -852,12 +859,12 @@ export class AsyncRetryer {
 
   #callbackThrew(gen, error) {
     const flow = this.#flowOf(gen);
-    if (flow === null || flow.done) {
+    if (flow === null || flow.done()) {
       reportLater(error);
       return;
     }
     flow.more.thrown ??= { error };
-    this.#input(w.threw(this.#h, gen, !this.#pumping));
+    this.#input(w.threw(this.#h, gen, this.#pump === 0));
   }
 
   #run(e) {
@@ -903,7 +910,7 @@ export class AsyncRetryer {
         const signal = this.options.signal;
         if (signal != null) {
           const rare = this.#rare();
-          rare.onSignal ??= () => this.#input(w.cancel(this.#h, true, !this.#pumping));
+          rare.onSignal ??= () => this.#input(w.cancel(this.#h, true, this.#pump === 0));
           signal.addEventListener('abort', rare.onSignal);
           rare.listened = signal;
         }
@@ -938,7 +945,7 @@ export class AsyncRetryer {
   [FIRE](t, bucket) {
     if (this.#timer(t) !== bucket) return; // cleared, or armed anew since
     this.#setTimer(t, null);
-    this.#input(w.timer(this.#h, t, Date.now(), !this.#pumping));
+    this.#input(w.timer(this.#h, t, Date.now(), this.#pump === 0));
   }
 
   /** Calls the function for the attempt the engine just named. */
@@ -1014,24 +1021,25 @@ export class AsyncRetryer {
         if (pending !== null) pending.more.thrown ??= { error };
       }
     }
-    this.#input(w.provide(this.#h, gen, tag, num, Date.now(), !this.#pumping));
+    this.#input(w.provide(this.#h, gen, tag, num, Date.now(), this.#pump === 0));
   }
 
   #finish(outcome, gen, arg) {
     const flow = this.#flowOf(gen);
-    if (flow === null || flow.done) return;
-    flow.done = true;
+    if (flow === null || flow.done()) return;
+    const { resolve, reject } = flow;
+    flow.resolve = flow.reject = null;
     // Nothing of a settled flow stays reachable from the retryer. Before
     // resolving: reading a result's `then` may run user code.
     if (this.#flow === flow) this.#flow = null;
     else this.#more?.older?.delete(gen);
     switch (outcome) {
-      case OUTCOME_RESULT: flow.resolve(flow.result); break;
-      case OUTCOME_UNDEFINED: flow.resolve(undefined); break;
-      case OUTCOME_REJECT: flow.reject(flow.error); break;
-      case OUTCOME_INVALID: flow.reject(dynamicError(arg, flow.extra?.invalid)); break;
-      case OUTCOME_THROWN: flow.reject(flow.extra?.thrown?.error); break;
-      default: flow.resolve(undefined);
+      case OUTCOME_RESULT: resolve(flow.result); break;
+      case OUTCOME_UNDEFINED: resolve(undefined); break;
+      case OUTCOME_REJECT: reject(flow.error); break;
+      case OUTCOME_INVALID: reject(dynamicError(arg, flow.extra?.invalid)); break;
+      case OUTCOME_THROWN: reject(flow.extra?.thrown?.error); break;
+      default: resolve(undefined);
     }
     idleNow(this.#h);
   }

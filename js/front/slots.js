@@ -14,3 +14,7 @@ export const PARK_ABOVE = 512;
 export const BUSY = 1;
 export const QUEUED = 2;
 export const VACANT = 4;
+
+/** A retryer's pump state (retryer.js `#pump`): carrying out effects; and more were queued meanwhile. */
+export const PUMPING = 1;
+export const DIRTY = 2;
