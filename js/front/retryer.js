@@ -424,11 +424,6 @@ function capture(resolve, reject) {
 export class AsyncRetryer {
   /** The engine handle, the retryer's for its whole life (see PARK_ABOVE). */
   #h;
-  /**
-   * Where its state is while attached (engine.js `stateIndex`): read on
-   * every settle, so kept rather than asked for.
-   */
-  #c = 0;
   /** The engine calls that rebuild this retryer's policy (see replay). */
   #record;
 
@@ -454,7 +449,6 @@ export class AsyncRetryer {
     } finally {
       w.reuse(0);
     }
-    this.#c = stateIndex(h);
     const own = parkedState.get(h);
     if (own !== undefined) {
       const F = cells();
@@ -534,7 +528,6 @@ export class AsyncRetryer {
       this.key = given.key;
     }
     this.#h = h;
-    this.#c = stateIndex(h);
     attachedNow(h);
     // The handle as held value (a number: no record per retryer), and no
     // unregister token (registering with one costs about twice as much): a
@@ -832,14 +825,17 @@ export class AsyncRetryer {
     if (flow === null || flow.done()) return;
     // A flow that is not done belongs to an attached retryer.
     const h = this.#h;
-    const at = this.#c * 2 + STATE_VERSION;
-    const before = words()[at];
     const pop = this.#pump === 0 ? 1 : 0;
+    // Outside a pump the engine has nothing queued, so an effect back means
+    // it took this settlement (a stale attempt's yields none). Inside one
+    // (a promise reaction never is) its state version tells.
+    const at = pop ? 0 : stateIndex(h) * 2 + STATE_VERSION;
+    const before = pop ? 0 : words()[at];
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(h, gen, attempt, Date.now(), pop)
       : w.err(h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
-    if (words()[at] !== before) {
+    if (pop ? e !== 0 : words()[at] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
         flow.result = value;
