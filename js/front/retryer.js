@@ -298,6 +298,14 @@ function remember(opts, [keys, values], merged, record, h) {
   template = { opts, keys, values, given: merged, record, h: copy, key: merged.key };
 }
 
+/**
+ * Key of the replay record (see `replay`) on a retryer's merged options:
+ * the two always change together, and one field fewer in every retryer
+ * is 8 B less for each pending flow. A symbol, so `retryer.options` (built
+ * from the string keys) never shows it.
+ */
+const RECORD = Symbol('retry-wasm record');
+
 /** Merges given options over `base` the way `retryer.options` shows them. */
 function mergeOptions(base, opts) {
   const merged = { ...base };
@@ -373,8 +381,12 @@ class Flow {
     /** The promise's resolving functions; both null once the flow is done. */
     this.resolve = null;
     this.reject = null;
-    this.result = undefined;
-    this.error = undefined;
+    /**
+     * The latest outcome the engine took: the result after a success, the
+     * error after a failure (one field: a flow never needs both, as nothing
+     * reads an error once a success is taken).
+     */
+    this.value = undefined;
     /** A FlowExtra, made when first needed: most flows never need it. */
     this.extra = null;
   }
@@ -424,8 +436,6 @@ function capture(resolve, reject) {
 export class AsyncRetryer {
   /** The engine handle, the retryer's for its whole life (see PARK_ABOVE). */
   #h;
-  /** The engine calls that rebuild this retryer's policy (see replay). */
-  #record;
 
   /** State cell `k` (CELL_*): from linear memory, or the parked copy. */
   #cell(k) {
@@ -445,7 +455,7 @@ export class AsyncRetryer {
     w.reuse(h);
     try {
       // Options that passed once pass again: the slot lands on `h`.
-      if (spawn(this.#record) !== h) throw new TypeError('retry-wasm: could not rebuild a parked retryer');
+      if (spawn(this.#given[RECORD]) !== h) throw new TypeError('retry-wasm: could not rebuild a parked retryer');
     } finally {
       w.reuse(0);
     }
@@ -459,6 +469,7 @@ export class AsyncRetryer {
     attachedNow(h);
   }
 
+  /** The options given, merged; the replay record under RECORD. */
   #given;
   /**
    * 0, or PUMPING while effects are being carried out, DIRTY once an input
@@ -515,16 +526,16 @@ export class AsyncRetryer {
     if (sameSnapshot(template, initialOptions, entries)) {
       h = spawn(template.record);
       this.#given = template.given;
-      this.#record = template.record;
       /** The `key` option, an identifier. */
       this.key = template.key;
     } else {
       given = snapshotOf(entries);
-      this.#record = {};
-      h = applyOptions(0, given, this.#record);
+      const record = {};
+      h = applyOptions(0, given, record);
       // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
       this.#given = mergeOptions({}, given);
-      remember(initialOptions, entries, this.#given, this.#record, h);
+      this.#given[RECORD] = record;
+      remember(initialOptions, entries, this.#given, record, h);
       this.key = given.key;
     }
     this.#h = h;
@@ -626,10 +637,11 @@ export class AsyncRetryer {
     const next = snapshotOf(readEntries(newOptions));
     this.#attach();
     // A new record: the old one may be shared with other retryers.
-    const record = { ...this.#record };
+    const record = { ...this.#given[RECORD] };
     applyOptions(this.#h, next, record);
-    this.#record = record;
-    this.#given = mergeOptions(this.#given, next);
+    const merged = mergeOptions(this.#given, next);
+    merged[RECORD] = record;
+    this.#given = merged;
     if ('key' in next) this.key = next.key;
     if (this.#more !== null) this.#more.options = null;
     this.#hint();
@@ -838,10 +850,10 @@ export class AsyncRetryer {
     if (pop ? e !== 0 : words()[at] !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
       if (fulfilled) {
-        flow.result = value;
+        flow.value = value;
         this.#lastResult = value;
       } else {
-        flow.error = value;
+        flow.value = value;
         if (!cancelled) this.#lastError = value;
       }
     }
@@ -887,7 +899,7 @@ export class AsyncRetryer {
         let reason;
         if (sub === ABORT_EXECUTION_TIMEOUT) {
           reason = timeoutError(this.options.maxExecutionTime);
-          flow.error = reason;
+          flow.value = reason;
           this.#lastError = reason;
         } else {
           reason = abortError(ABORT_REASONS[sub]);
@@ -974,15 +986,15 @@ export class AsyncRetryer {
     const o = this.options;
     try {
       switch (cb) {
-        case CB_RETRY: o.onRetry?.(arg, flow.error, this); break;
-        case CB_ERROR: o.onError?.(flow.error, flow.argsOut(), this); break;
-        case CB_LAST_ERROR: o.onLastError?.(flow.error, this); break;
-        case CB_SUCCESS: o.onSuccess?.(flow.result, flow.argsOut(), this); break;
+        case CB_RETRY: o.onRetry?.(arg, flow.value, this); break;
+        case CB_ERROR: o.onError?.(flow.value, flow.argsOut(), this); break;
+        case CB_LAST_ERROR: o.onLastError?.(flow.value, this); break;
+        case CB_SUCCESS: o.onSuccess?.(flow.value, flow.argsOut(), this); break;
         case CB_SETTLED: o.onSettled?.(flow.argsOut(), this); break;
         case CB_ABORT: o.onAbort?.(ABORT_REASONS[arg], this); break;
         case CB_EXECUTION_TIMEOUT: o.onExecutionTimeout?.(this); break;
         case CB_TOTAL_EXECUTION_TIMEOUT: o.onTotalExecutionTimeout?.(this); break;
-        case CB_GIVE_UP: o.onGiveUp?.(flow.error, GIVE_UP_REASONS[arg], this); break;
+        case CB_GIVE_UP: o.onGiveUp?.(flow.value, GIVE_UP_REASONS[arg], this); break;
         default:
       }
     } catch (error) {
@@ -999,11 +1011,11 @@ export class AsyncRetryer {
     try {
       switch (what) {
         case EVAL_ENABLED: value = !!o.enabled(this); break;
-        case EVAL_SHOULD_RETRY: value = !!o.shouldRetry(flow?.error, attempt, this); break;
+        case EVAL_SHOULD_RETRY: value = !!o.shouldRetry(flow?.value, attempt, this); break;
         case EVAL_MAX_ATTEMPTS: value = o.maxAttempts(this); break;
         case EVAL_BASE_WAIT: value = o.baseWait(this); break;
         case EVAL_MAX_WAIT: value = o.maxWait(this); break;
-        case EVAL_RETRY_AFTER: value = o.retryAfter(flow?.error, attempt, this); break;
+        case EVAL_RETRY_AFTER: value = o.retryAfter(flow?.value, attempt, this); break;
         case EVAL_BACKOFF: value = o.backoff(attempt, this); break;
         default: value = undefined;
       }
@@ -1030,9 +1042,9 @@ export class AsyncRetryer {
     if (this.#flow === flow) this.#flow = null;
     else this.#more?.older?.delete(gen);
     switch (outcome) {
-      case OUTCOME_RESULT: resolve(flow.result); break;
+      case OUTCOME_RESULT: resolve(flow.value); break;
       case OUTCOME_UNDEFINED: resolve(undefined); break;
-      case OUTCOME_REJECT: reject(flow.error); break;
+      case OUTCOME_REJECT: reject(flow.value); break;
       case OUTCOME_INVALID: reject(dynamicError(arg, flow.extra?.invalid)); break;
       case OUTCOME_THROWN: reject(flow.extra?.thrown?.error); break;
       default: resolve(undefined);
