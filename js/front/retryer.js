@@ -3,7 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w, stateCell, stateIndex, WIN, words } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
-import { BUSY, DIRTY, PARK_ABOVE, PUMPING, QUEUED, VACANT } from './slots.js';
+import { BUSY, DIRTY, KEPT, PARK_ABOVE, PUMPING, QUEUED, VACANT } from './slots.js';
 import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
@@ -62,17 +62,23 @@ let idleHead = 0;
 /** What parked retryers keep (what `park` copied), by handle. */
 const parkedState = new Map();
 
-/** Per handle: BUSY, QUEUED, VACANT (slots.js). */
+/** Per handle: BUSY, QUEUED, VACANT, KEPT (slots.js). */
 let marks = new Uint8Array(1024);
 
-/** A new handle `h` holds a slot now (made, or given back to a parked retryer). */
-function attachedNow(h) {
+/** Makes room in `marks` for handle `h`. */
+function mark(h) {
   if (h >= marks.length) {
     const grown = new Uint8Array(Math.max(h + 1, marks.length * 2));
     grown.set(marks);
     marks = grown;
   }
-  marks[h] &= ~VACANT;
+}
+
+/** A new handle `h` holds a slot now (made, or given back to a parked retryer). */
+function attachedNow(h) {
+  mark(h);
+  // KEPT too: the number may have been a template's.
+  marks[h] &= ~(VACANT | KEPT);
   attached++;
 }
 
@@ -85,7 +91,7 @@ function vacate(h) {
 
 /** Parks handle `h` if the engine says its retryer is idle. */
 function park(h) {
-  if ((marks[h] & (BUSY | VACANT)) !== 0 || !w.park(h, 0)) return false;
+  if ((marks[h] & (BUSY | VACANT | KEPT)) !== 0 || !w.park(h, 0)) return false;
   // What the engine wrote into the window for parking, state included (at
   // OWN_STATE). A plain array: one allocation, where a typed array takes
   // three.
@@ -294,6 +300,10 @@ function sameSnapshot(t, opts, [keys, values]) {
 function remember(opts, [keys, values], merged, record, h) {
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
   const copy = sharePolicy(h);
+  // The queue may still hold this number from a retryer that died: a
+  // template slot must never be parked.
+  mark(copy);
+  marks[copy] = KEPT;
   if (template !== null) w.destroy(template.h, 0);
   template = { opts, keys, values, given: merged, record, h: copy, key: merged.key };
 }
