@@ -451,8 +451,9 @@ export class AsyncRetryer {
   #cell(k) {
     const h = this.#h;
     if ((marks[h] & VACANT) === 0) return stateCell(stateIndex(h), k);
-    // Disposed: nothing kept.
-    return parkedState.get(h)?.[OWN_STATE + k];
+    // Disposed: nothing kept, so the state of a new retryer (its next
+    // execute() starts from that).
+    return parkedState.get(h)?.[OWN_STATE + k] ?? 0;
   }
 
   /** Gives a parked (or disposed) retryer an engine slot again. */

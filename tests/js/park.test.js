@@ -282,6 +282,25 @@ describe('disposed retryers', () => {
     for (const b of busy) b.abort()
   })
 
+  it('read like a new retryer after Symbol.dispose, and start from there', async () => {
+    const dispose = Symbol.dispose ?? Symbol.for('Symbol.dispose')
+    const r = new AsyncRetryer(async () => 'x')
+    expect(await r.execute()).toBe('x')
+    expect(r.store.state.executionCount).toBe(1)
+    r[dispose]()
+    expect(r.store.state).toMatchObject({
+      currentAttempt: 0,
+      executionCount: 0,
+      isExecuting: false,
+      lastExecutionTime: 0,
+      status: 'idle',
+      totalExecutionTime: 0,
+    })
+    expect(r.getAbortSignal()).toBe(null)
+    expect(await r.execute()).toBe('x')
+    expect(r.store.state.executionCount).toBe(1)
+  })
+
   it('an enabled function that builds retryers cannot hand its retryer\'s slot to them', async () => {
     const busy = busyCrowd(700)
     const a = new AsyncRetryer(async () => 'a')
