@@ -58,10 +58,18 @@ export async function snip(input, output) {
       snipped.push(name);
     }
   }
+  // The linker exports where static data ends and the heap begins; the
+  // front uses neither (the allocator reads them in the module itself).
+  for (const name of LINKER_EXPORTS) {
+    if (module.getExport(name)) module.removeExport(name);
+  }
   writeFileSync(output, module.emitBinary());
   module.dispose();
   return snipped;
 }
+
+/** Exports the linker adds that no one outside the module reads (-~25 B gzipped). */
+const LINKER_EXPORTS = ['__data_end', '__heap_base'];
 
 /** Zeroes the texts of DEAD_DATA inside the data section (id 11). */
 function zeroDeadData(bytes) {
