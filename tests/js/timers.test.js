@@ -19,6 +19,17 @@ function failing(failures, value) {
   return fn
 }
 
+/**
+ * Three retryers whose functions fail once and then return 'a', 'b', 'c',
+ * 30 ms waits, all started at once, so they share one bucket of timers.js.
+ */
+function threeSharing() {
+  const fns = [failing(1, 'a'), failing(1, 'b'), failing(1, 'c')]
+  const retryers = fns.map((fn) => new AsyncRetryer(fn, { backoff: 'fixed', baseWait: 30, jitter: 0 }))
+  const ts = retryers.map((r) => track(r.execute()))
+  return { fns, retryers, ts }
+}
+
 afterEach(() => {
   vi.useRealTimers()
 })
@@ -38,9 +49,7 @@ describe('shared timers (real timers)', () => {
 
   it('aborting one waiting flow leaves the others sharing its timer to retry', async () => {
     const before = hostTimeouts()
-    const fns = [failing(1, 'a'), failing(1, 'b'), failing(1, 'c')]
-    const retryers = fns.map((fn) => new AsyncRetryer(fn, { backoff: 'fixed', baseWait: 30, jitter: 0 }))
-    const ts = retryers.map((r) => track(r.execute()))
+    const { fns, retryers, ts } = threeSharing()
     await flush()
     expect(fns.map((fn) => fn.mock.calls.length)).toEqual([1, 1, 1])
     retryers[1].abort()
@@ -56,9 +65,7 @@ describe('shared timers (real timers)', () => {
 
   it('a retryer disposed while it shares a timer is not called when it fires; the others are', async () => {
     const before = hostTimeouts()
-    const fns = [failing(1, 'a'), failing(1, 'b'), failing(1, 'c')]
-    const retryers = fns.map((fn) => new AsyncRetryer(fn, { backoff: 'fixed', baseWait: 30, jitter: 0 }))
-    const ts = retryers.map((r) => track(r.execute()))
+    const { fns, retryers, ts } = threeSharing()
     await flush()
     retryers[0][Symbol.dispose]()
     // Disposing twice must not clear the timer the other two still share.
