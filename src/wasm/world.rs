@@ -71,7 +71,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Pops one effect, encodes it into the window, and refreshes the cells.
+    /// Pops one effect, encodes it into the window, and refreshes the flags
+    /// word (see `refresh`).
     pub fn pop(&mut self, win: &mut Window) -> u32 {
         let code = match self.machine.next_effect() {
             Some(e) => {
