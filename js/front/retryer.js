@@ -259,7 +259,7 @@ function applyOptions(h, opts, record) {
 
 /** A new engine slot with the policy `record` describes. */
 function spawn(record) {
-  return template === null || template.record !== record ? replay(record) : sharePolicy(template.h);
+  return template === null || template.given[RECORD] !== record ? replay(record) : sharePolicy(template.h);
 }
 
 /** A new engine slot sharing engine slot `h`'s policy (already checked). */
@@ -284,8 +284,9 @@ function replay(record) {
  * in a template engine slot: a retryer built from the same options object
  * holding the same values shares that policy (one call) instead of
  * staging and checking every option again, and shares the merged options
- * and the replay record (neither is ever changed in place). Only snapshots
- * of primitives and functions qualify: their classification cannot change.
+ * with the replay record on them (neither is ever changed in place). Only
+ * snapshots of primitives and functions qualify: their classification
+ * cannot change.
  */
 let template = null;
 
@@ -297,7 +298,7 @@ function sameSnapshot(t, opts, [keys, values]) {
   return true;
 }
 
-function remember(opts, [keys, values], merged, record, h) {
+function remember(opts, [keys, values], merged, h) {
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
   const copy = sharePolicy(h);
   // The queue may still hold this number from a retryer that died: a
@@ -305,7 +306,7 @@ function remember(opts, [keys, values], merged, record, h) {
   mark(copy);
   marks[copy] = KEPT;
   if (template !== null) w.destroy(template.h, 0);
-  template = { opts, keys, values, given: merged, record, h: copy, key: merged.key };
+  template = { opts, keys, values, given: merged, h: copy, key: merged.key };
 }
 
 /**
@@ -535,7 +536,7 @@ export class AsyncRetryer {
     // On the template path no snapshot object is built at all.
     let given = null;
     if (sameSnapshot(template, initialOptions, entries)) {
-      h = spawn(template.record);
+      h = spawn(template.given[RECORD]);
       this.#given = template.given;
       /** The `key` option, an identifier. */
       this.key = template.key;
@@ -546,7 +547,7 @@ export class AsyncRetryer {
       // A plain copy: the prototype-less snapshot is a slower, larger dictionary.
       this.#given = mergeOptions({}, given);
       this.#given[RECORD] = record;
-      remember(initialOptions, entries, this.#given, record, h);
+      remember(initialOptions, entries, this.#given, h);
       this.key = given.key;
     }
     this.#h = h;
