@@ -306,7 +306,7 @@ function remember(opts, [keys, values], merged, h) {
   mark(copy);
   marks[copy] = KEPT;
   if (template !== null) w.destroy(template.h, 0);
-  template = { opts, keys, values, given: merged, h: copy, key: merged.key };
+  template = { opts, keys, values, given: merged, h: copy };
 }
 
 /**
@@ -539,7 +539,7 @@ export class AsyncRetryer {
       h = spawn(template.given[RECORD]);
       this.#given = template.given;
       /** The `key` option, an identifier. */
-      this.key = template.key;
+      this.key = template.given.key;
     } else {
       given = snapshotOf(entries);
       const record = {};
