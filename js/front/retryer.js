@@ -448,13 +448,24 @@ export class AsyncRetryer {
   /** The engine handle, the retryer's for its whole life (see PARK_ABOVE). */
   #h;
 
-  /** State cell `k` (CELL_*): from linear memory, or the parked copy. */
-  #cell(k) {
+  /**
+   * Where this retryer's state is: its index in linear memory (engine.js
+   * `stateIndex`, a call), or -1 without a slot.
+   */
+  #at() {
     const h = this.#h;
-    if ((marks[h] & VACANT) === 0) return stateCell(stateIndex(h), k);
+    return (marks[h] & VACANT) === 0 ? stateIndex(h) : -1;
+  }
+
+  /**
+   * State cell `k` (CELL_*) at `at` (see #at, asked once by a caller that
+   * reads several): from linear memory, or the parked copy.
+   */
+  #cell(k, at) {
+    if (at >= 0) return stateCell(at, k);
     // Disposed: nothing kept, so the state of a new retryer (its next
     // execute() starts from that).
-    return parkedState.get(h)?.[OWN_STATE + k] ?? 0;
+    return parkedState.get(this.#h)?.[OWN_STATE + k] ?? 0;
   }
 
   /** Gives a parked (or disposed) retryer an engine slot again. */
@@ -703,8 +714,9 @@ export class AsyncRetryer {
 
   #abortSignal() {
     const flow = this.#flow;
-    if ((this.#cell(CELL_FLAGS) & FLAG_ACTIVE) === 0 || flow === null) return null;
-    const attempt = this.#cell(CELL_ATTEMPT);
+    const at = this.#at();
+    if ((this.#cell(CELL_FLAGS, at) & FLAG_ACTIVE) === 0 || flow === null) return null;
+    const attempt = this.#cell(CELL_ATTEMPT, at);
     const x = flow.more;
     if (x.ctrl === null || x.ctrlAttempt !== attempt) {
       x.ctrl = new AbortController();
@@ -771,20 +783,21 @@ export class AsyncRetryer {
   }
 
   #state() {
-    const version = this.#cell(CELL_VERSION);
+    const at = this.#at();
+    const version = this.#cell(CELL_VERSION, at);
     const rare = this.#rare();
     if (version !== rare.snapVersion || rare.snap === null) {
       rare.snapVersion = version;
-      const flags = this.#cell(CELL_FLAGS);
+      const flags = this.#cell(CELL_FLAGS, at);
       rare.snap = {
-        currentAttempt: this.#cell(CELL_ATTEMPT),
-        executionCount: this.#cell(CELL_COUNT),
+        currentAttempt: this.#cell(CELL_ATTEMPT, at),
+        executionCount: this.#cell(CELL_COUNT, at),
         isExecuting: (flags & FLAG_EXECUTING) !== 0,
         lastError: (flags & FLAG_HAS_ERROR) !== 0 ? this.#lastError : undefined,
-        lastExecutionTime: this.#cell(CELL_LAST_TIME),
+        lastExecutionTime: this.#cell(CELL_LAST_TIME, at),
         lastResult: (flags & FLAG_HAS_RESULT) !== 0 ? this.#lastResult : undefined,
         status: STATUSES[flags >>> 4],
-        totalExecutionTime: this.#cell(CELL_TOTAL_TIME),
+        totalExecutionTime: this.#cell(CELL_TOTAL_TIME, at),
       };
     }
     return rare.snap;
