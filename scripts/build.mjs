@@ -100,6 +100,24 @@ function toBase64Module(packed) {
   );
 }
 
+/**
+ * What wasm-opt is told of this module, chosen for the smallest gzipped
+ * download at the same speed (-89 B of the gzipped bundle against plain -Oz,
+ * the same ~48 ns for a success's two engine calls). Each assumption holds
+ * for what rustc emits here:
+ * - `-Os --converge`: for this module -Os (shrink level 1) comes out
+ *   smaller after gzip than -Oz (level 2), though a few bytes larger raw;
+ *   --converge repeats the passes until nothing shrinks;
+ * - `--ignore-implicit-traps`: no load, store or division in safe Rust
+ *   relies on trapping (bounds and divisors are checked in code first), so
+ *   the optimiser may move or drop one whose value is unused;
+ * - `--low-memory-unused`: the stack starts 1 MiB up and grows down, data
+ *   and heap lie above it, so the first 1 KiB is never addressed;
+ * - `--zero-filled-memory`: the module defines its own memory (nothing is
+ *   imported), which starts zeroed.
+ */
+const WASM_OPT_FLAGS = ['-Os', '--converge', '--ignore-implicit-traps', '--low-memory-unused', '--zero-filled-memory'];
+
 export async function build({ ifNeeded = false } = {}) {
   const hash = sourceHash();
   const outputs = ['retry_wasm.wasm', 'wasm-bytes.js'].map((f) => join(pkg, f));
@@ -117,7 +135,7 @@ export async function build({ ifNeeded = false } = {}) {
     const snipped = join(root, 'target/retry_wasm.snipped.wasm');
     const cut = await snip(wasmOut, snipped);
     if (cut !== null && cut.length === 0) console.warn('[build] snip found no panic code to remove: did the toolchain rename it?');
-    run(opt, [snipped, '-Oz', '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
+    run(opt, [snipped, ...WASM_OPT_FLAGS, '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
   } else {
     console.warn('[build] node_modules/.bin/wasm-opt missing (run npm install); shipping unoptimised wasm');
     copyFileSync(wasmOut, bg);
