@@ -239,6 +239,8 @@ for (const c of perCallCases) {
   ratios[c] = { fastestPeer: best, fastestPeerNs: best ? results[best].median : null, variants: {} };
   const floor = results['clock-floor'];
   if (floor && best) ratios[c].clockFloorVsFastestPeer = pairedRatio(floor, results[best]);
+  const settle = results['settle-floor'];
+  if (settle && best) ratios[c].settleFloorVsFastestPeer = pairedRatio(settle, results[best]);
   for (const a of rwAdapters) {
     const r = results[a.id];
     if (!r) continue;
@@ -300,6 +302,8 @@ if (ratioRows.length) {
   for (const c of perCallCases) {
     const f = ratios[c]?.clockFloorVsFastestPeer;
     if (f != null) log(`  ${c}: the floor (direct call + the 2 Date.now() reads pacer's state needs) is ${fmtRatio(f)} the fastest peer here`);
+    const g = ratios[c]?.settleFloorVsFastestPeer;
+    if (g != null) log(`  ${c}: the settlable floor (a promise that can settle before the function's, plus the 2 reads) is ${fmtRatio(g)} the fastest peer here`);
   }
 } else {
   log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);

@@ -200,5 +200,37 @@ export function baselineAdapters() {
       };
     },
   };
-  return [direct, clockFloor];
+  const settleFloor = {
+    id: 'settle-floor',
+    label: 'settlable promise + 2 Date.now() (floor)',
+    kind: 'baseline',
+    zeroWaitTimer: false,
+    perCallOnly: true,
+    // The least a library meeting SPEC flow rules 8 and 11 can cost: its
+    // promise must be able to settle before the function's does (abort(), a
+    // new execution, the total deadline "also when the function never
+    // settles"), so it cannot be an async wrapper's own promise or the
+    // function's `then`. This is only that promise, settled from one pair of
+    // reusable handlers, and the two clock reads: no state, no flow record,
+    // no engine, and one flow at a time (enough for a sequential loop).
+    wrap(fn, policy) {
+      const call = direct.wrap(fn, policy);
+      let resolve = null;
+      let reject = null;
+      let started = 0;
+      const keep = (res, rej) => {
+        resolve = res;
+        reject = rej;
+      };
+      const ok = (value) => resolve(Date.now() >= started ? value : undefined);
+      const fail = (error) => reject(error);
+      return () => {
+        const promise = new Promise(keep);
+        started = Date.now();
+        call().then(ok, fail);
+        return promise;
+      };
+    },
+  };
+  return [direct, clockFloor, settleFloor];
 }
