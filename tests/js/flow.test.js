@@ -1103,6 +1103,75 @@ describe('rule 11: total timeout', () => {
 
 // ----------------------------------------------------------------- rule 12
 
+// On a retryer's later flows too, a late settlement of an attempt that is no
+// longer current (timed out, or of a superseded flow) must be told apart from
+// the current attempt's, by flow and by attempt: a settle path that took the
+// newest flow or attempt instead fails here (checked by mutation).
+describe('a retryer that runs again: late settlements of stale attempts', () => {
+  it('a timed-out attempt that resolves after its retry does not settle the flow', async () => {
+    const late = deferred()
+    const fn = vi.fn()
+      .mockResolvedValueOnce('warm-up')
+      .mockReturnValueOnce(late.promise)
+      .mockImplementationOnce(() => new Promise((resolve) => setTimeout(() => resolve('retried'), 5)))
+    const r = new AsyncRetryer(fn, { maxExecutionTime: 10, baseWait: 5, backoff: 'fixed', retryOnExecutionTimeout: true })
+    expect(await r.execute()).toBe('warm-up')
+    const t = track(r.execute())
+    await advance(15) // attempt 1 times out at 10 ms, attempt 2 starts at 15
+    expect(fn).toHaveBeenCalledTimes(3)
+    late.resolve('stale')
+    await flush()
+    expect(t.settled).toBe(false)
+    await advance(5)
+    expect(t.value).toBe('retried')
+    expect(r.store.state.lastResult).toBe('retried')
+    expect(r.store.state.executionCount).toBe(2)
+  })
+
+  it('an attempt that resolves while a stale one is still pending settles the flow', async () => {
+    const stale = deferred()
+    const fn = vi.fn()
+      .mockResolvedValueOnce('warm-up')
+      .mockReturnValueOnce(stale.promise)
+      .mockResolvedValueOnce('second')
+    const r = new AsyncRetryer(fn, { maxExecutionTime: 10, baseWait: 5, backoff: 'fixed', retryOnExecutionTimeout: true })
+    await r.execute()
+    const t = track(r.execute())
+    await advance(15)
+    expect(t.value).toBe('second')
+    stale.resolve('stale')
+    await flush()
+    expect(r.store.state.lastResult).toBe('second')
+    // The next flow still settles through the shared handlers once they are free.
+    fn.mockResolvedValueOnce('third')
+    expect(await r.execute()).toBe('third')
+  })
+
+  it('a superseded flow\'s attempt that settles late changes nothing of the new flow', async () => {
+    const old = deferred()
+    const fresh = deferred()
+    const fn = vi.fn()
+      .mockResolvedValueOnce('warm-up')
+      .mockReturnValueOnce(old.promise)
+      .mockReturnValueOnce(fresh.promise)
+    const r = new AsyncRetryer(fn, { throwOnError: 'last' })
+    await r.execute()
+    const t1 = track(r.execute())
+    await flush()
+    const t2 = track(r.execute()) // new-execution: the first one resolves undefined
+    await flush()
+    expect(t1.value).toBeUndefined()
+    old.reject(new Error('late failure'))
+    await flush()
+    expect(t2.settled).toBe(false)
+    expect(r.store.state.lastError).toBeUndefined()
+    fresh.resolve('fresh')
+    await flush()
+    expect(t2.value).toBe('fresh')
+    expect(r.store.state.executionCount).toBe(2)
+  })
+})
+
 describe('rule 12: nothing remains after a flow settles', () => {
   const heavy = { maxExecutionTime: 10_000, maxTotalExecutionTime: 100_000 }
 
