@@ -1142,7 +1142,7 @@ describe('a retryer that runs again: late settlements of stale attempts', () => 
     stale.resolve('stale')
     await flush()
     expect(r.store.state.lastResult).toBe('second')
-    // The next flow still settles through the shared handlers once they are free.
+    // The retryer goes on: its next flow settles as usual.
     fn.mockResolvedValueOnce('third')
     expect(await r.execute()).toBe('third')
   })
