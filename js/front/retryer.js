@@ -1,7 +1,7 @@
 // AsyncRetryer: carries values between promises, timers, signals and the
 // engine. Every decision (what happens next, when, and with which state) is
 // the engine's; this file only carries out the effects it returns.
-import { cells, engine as w, stateCell, stateIndex, WIN, words } from './engine.js';
+import { cells, engine as w, stateCell, stateIndex, WIN } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
 import { BUSY, DIRTY, KEPT, PARK_ABOVE, PUMPING, QUEUED, VACANT } from './slots.js';
 import { arm, disarm, FIRE } from './timers.js';
@@ -18,7 +18,7 @@ import {
   OPT_MAX_ATTEMPTS, OPT_MAX_EXECUTION_TIME, OPT_MAX_TOTAL_EXECUTION_TIME, OPT_MAX_WAIT,
   OUTCOME_INVALID, OUTCOME_REJECT, OUTCOME_RESULT, OUTCOME_THROWN, OUTCOME_UNDEFINED, OWN_STATE,
   STATUSES,
-  STATE_VERSION, TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN,
+  TAG_ARRAY, TAG_OBJECT, TAG_THREW, TAG_UNDEFINED, WIN_ARG, WIN_GEN, WIN_LAST_GEN,
   WIN_PARKED_LEN,
   WIN_VALUE,
 } from './wire.js';
@@ -463,8 +463,8 @@ export class AsyncRetryer {
    */
   #cell(k, at) {
     if (at >= 0) return stateCell(at, k);
-    // Disposed: nothing kept, so the state of a new retryer (its next
-    // execute() starts from that).
+    // Parked: the copy parking kept. Disposed: nothing kept, so the state
+    // of a new retryer (its next execute() starts from that).
     return parkedState.get(this.#h)?.[OWN_STATE + k] ?? 0;
   }
 
@@ -866,21 +866,17 @@ export class AsyncRetryer {
     // Outside a pump the engine has nothing queued, so an effect back means
     // it took this settlement (a stale attempt's yields none). Inside one
     // (a promise reaction never is) its state version tells.
-    const at = pop ? 0 : stateIndex(h) * 2 + STATE_VERSION;
-    const before = pop ? 0 : words()[at];
+    const at = pop ? -1 : stateIndex(h);
+    const before = pop ? 0 : stateCell(at, CELL_VERSION);
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
       ? w.ok(h, gen, attempt, Date.now(), pop)
       : w.err(h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
-    if (pop ? e !== 0 : words()[at] !== before) {
+    if (pop ? e !== 0 : stateCell(at, CELL_VERSION) !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.
-      if (fulfilled) {
-        flow.value = value;
-        this.#lastResult = value;
-      } else {
-        flow.value = value;
-        if (!cancelled) this.#lastError = value;
-      }
+      flow.value = value;
+      if (fulfilled) this.#lastResult = value;
+      else if (!cancelled) this.#lastError = value;
     }
     // The common case, a lone success: settle without the drain loop.
     if (e === (FX_FINISH | (OUTCOME_RESULT << 4)) && pop) {
@@ -949,13 +945,14 @@ export class AsyncRetryer {
         }
         return;
       }
-      case FX_UNLISTEN:
+      case FX_UNLISTEN: {
         const rare = this.#more;
         if (rare !== null && rare.listened !== null) {
           rare.listened.removeEventListener('abort', rare.onSignal);
           rare.listened = null;
         }
         return;
+      }
       case FX_STATE_CHANGED: {
         const state = this.#state();
         for (const s of this.#more?.subscribers ?? NO_SUBSCRIBERS) {
