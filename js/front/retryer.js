@@ -389,9 +389,11 @@ class Flow {
     this.gen = 0;
     /** The arguments of the call; null for none (see argsOut). */
     this.args = args;
-    /** The promise's resolving functions; both null once the flow is done. */
+    /**
+     * The promise's `resolve`; null once the flow is done. Its `reject` is
+     * not kept (see rejectThrough).
+     */
     this.resolve = null;
-    this.reject = null;
     /**
      * The latest outcome the engine took: the result after a success, the
      * error after a failure (one field: a flow never needs both, as nothing
@@ -433,10 +435,20 @@ class FlowExtra {
 // A shared executor instead of a closure per call: `new Promise` runs it
 // synchronously, so the flow being created is always the one in `capturing`.
 let capturing = null;
-function capture(resolve, reject) {
+function capture(resolve) {
   capturing.resolve = resolve;
-  capturing.reject = reject;
   capturing = null;
+}
+
+/**
+ * Rejects a flow's promise with `error` through its `resolve`: the promise
+ * adopts a rejected one, two microtasks later than a `reject` call would
+ * settle it. Not keeping `reject` lets the collector take that function
+ * and its field from every pending flow (63-76 B of heap per flow in the
+ * bench's load case); a flow rejects at most once, at its end.
+ */
+function rejectThrough(resolve, error) {
+  resolve(Promise.reject(error));
 }
 
 /**
@@ -1057,8 +1069,8 @@ export class AsyncRetryer {
   #finish(outcome, gen, arg) {
     const flow = this.#flowOf(gen);
     if (flow === null || flow.done()) return;
-    const { resolve, reject } = flow;
-    flow.resolve = flow.reject = null;
+    const { resolve } = flow;
+    flow.resolve = null;
     // Nothing of a settled flow stays reachable from the retryer. Before
     // resolving: reading a result's `then` may run user code.
     if (this.#flow === flow) this.#flow = null;
@@ -1066,9 +1078,9 @@ export class AsyncRetryer {
     switch (outcome) {
       case OUTCOME_RESULT: resolve(flow.value); break;
       case OUTCOME_UNDEFINED: resolve(undefined); break;
-      case OUTCOME_REJECT: reject(flow.value); break;
-      case OUTCOME_INVALID: reject(dynamicError(arg, flow.extra?.invalid)); break;
-      case OUTCOME_THROWN: reject(flow.extra?.thrown?.error); break;
+      case OUTCOME_REJECT: rejectThrough(resolve, flow.value); break;
+      case OUTCOME_INVALID: rejectThrough(resolve, dynamicError(arg, flow.extra?.invalid)); break;
+      case OUTCOME_THROWN: rejectThrough(resolve, flow.extra?.thrown?.error); break;
       default: resolve(undefined);
     }
     idleNow(this.#h);

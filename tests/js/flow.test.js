@@ -645,6 +645,8 @@ describe('rule 6: thrown values are kept exactly as they are', () => {
     ['a number', 7],
     ['an Error subclass', new (class MyError extends Error {})('mine')],
     ['an array', [1, 2]],
+    // Rejected, never adopted: adopting this one would leave the flow pending.
+    ['a thenable', { then() {} }],
   ]
   for (const [label, value] of values) {
     for (const mode of ['reject', 'throw']) {
