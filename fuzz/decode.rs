@@ -423,7 +423,6 @@ fn assert_default(p: &Policy, opt: Opt) {
     assert!(ok, "{opt:?} = undefined did not restore the default: {p:?}");
 }
 
-/// Applies one op to `p` and checks it. Returns whether it was accepted.
 /// A refused entry of a list or record option (`intervals[index]`,
 /// `initialState` field `index`) left the policy as it was and names that
 /// option and entry.
@@ -436,6 +435,7 @@ fn assert_entry_refused(p: &Policy, before: &Policy, e: OptionError, opt: Opt, i
     assert_eq!(e.index, index);
 }
 
+/// Applies one op to `p` and checks it. Returns whether it was accepted.
 pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
     let before = p.clone();
     match op {
