@@ -877,7 +877,9 @@ export class AsyncRetryer {
     const pop = this.#pump === 0 ? 1 : 0;
     // Outside a pump the engine has nothing queued, so an effect back means
     // it took this settlement (a stale attempt's yields none). Inside one
-    // (a promise reaction never is) its state version tells.
+    // its state version tells: a promise reaction never runs there, but a
+    // Promise subclass whose `then` calls back at once settles from within
+    // #invoke.
     const at = pop ? -1 : stateIndex(h);
     const before = pop ? 0 : stateCell(at, CELL_VERSION);
     const cancelled = !fulfilled && isAbortError(value);

@@ -1735,6 +1735,26 @@ describe('functions of every shape', () => {
     expect(n).toBe(2)
   })
 
+  it('a Promise subclass whose then() calls back at once settles inside execute(), as a success or a retry', async () => {
+    // The settlement arrives while execute() is still carrying out effects.
+    class Eager extends Promise {
+      then(ok, fail) { return this.fails ? fail(new Error('eager')) : ok(this.value) }
+    }
+    const eager = (fails, value) => Object.assign(new Eager(() => {}), { fails, value })
+    const onSuccess = vi.fn()
+    const r = new AsyncRetryer(() => eager(false, 42), { onSuccess })
+    expect(await r.execute()).toBe(42)
+    expect(onSuccess).toHaveBeenCalledWith(42, [], r)
+    expect(r.store.state).toMatchObject({ executionCount: 1, status: 'idle', lastResult: 42 })
+    let n = 0
+    const r2 = new AsyncRetryer(() => eager(++n < 2, 'second'), { baseWait: 3 })
+    const t = track(r2.execute())
+    await advance(3)
+    expect(t.value).toBe('second')
+    expect(n).toBe(2)
+    expect(r2.store.state.executionCount).toBe(1)
+  })
+
   it('a synchronous throw is a failed attempt, not a synchronous exception', async () => {
     let n = 0
     const err = new Error('sync')
