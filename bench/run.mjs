@@ -5,7 +5,7 @@
 //   node bench/run.mjs [--quick] [--cases=success,fail-once,load,memory,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--load-runs=N]
-//                      [--libs=id,id,...] [--json-out=FILE]
+//                      [--libs=id,id,...] [--json-out=FILE] [--stub-clock]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
 // every figure. Exits 0 even when retry-wasm is not available (its column is
@@ -39,8 +39,13 @@ const opt = (name, dflt) => {
   return a ? a.slice(name.length + 3) : dflt;
 };
 const quick = flag('quick');
+// A diagnostic, not the target's figure: Date.now() returns one constant for
+// the whole run, so the success rows show what each library costs without
+// the clock reads (retry-wasm makes two per call for its state; cockatiel
+// none). Only the success case, whose flows arm no timer.
+const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', 'success,fail-once,load,memory,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,memory,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
@@ -58,7 +63,16 @@ process.on('unhandledRejection', (reason) => {
   unhandled.push(String((reason && reason.message) || reason));
   if (unhandled.length <= 3) log(`  ! unhandled rejection: ${unhandled[unhandled.length - 1]}`);
 });
-const startedAt = Date.now();
+const realNow = Date.now;
+const startedAt = realNow();
+if (stubClock) {
+  if (config.cases.some((c) => c !== 'success')) {
+    console.error('--stub-clock runs the success case only (--cases=success)');
+    process.exit(2);
+  }
+  config.stubClock = true;
+  Date.now = () => startedAt;
+}
 
 // ---------------------------------------------------------------- setup
 const cpu = os.cpus();
@@ -82,6 +96,7 @@ else {
   log(`      Build and pack it first: npm run build (npm run bench does this), or install the tarball into .consumer/.`);
 }
 log(`config: ${JSON.stringify(config)}`);
+if (stubClock) log('NOTE: --stub-clock: Date.now() returns one constant in this run; a diagnostic of the success path without clock reads, not the target\'s figure.');
 
 // --libs=a,b restricts the libraries (ids: direct, retry-wasm, retry-wasm-retryer,
 // cockatiel, async-retry, exponential-backoff, p-retry, pacer, pacer-retryer).
@@ -299,6 +314,7 @@ log(`\nRatios: retry-wasm / fastest (best) peer, < 1.00× means retry-wasm is ah
 log(`Per-call ratios are paired: the median over rounds of the two libraries' samples from the same round.`);
 if (ratioRows.length) {
   log(table(['case', 'retry-wasm', 'value', 'fastest peer', 'ratio', 'vs @tanstack/pacer', 'pacer ÷ rw'], ratioRows, 'llrlrlr'));
+  if (stubClock) log('  (--stub-clock: every Date.now() read below, the floors\' included, returned a constant)');
   for (const c of perCallCases) {
     const f = ratios[c]?.clockFloorVsFastestPeer;
     if (f != null) log(`  ${c}: the floor (direct call + the 2 Date.now() reads pacer's state needs) is ${fmtRatio(f)} the fastest peer here`);
@@ -318,7 +334,7 @@ if (unhandled.length) {
   report.unhandledRejections = unhandled.length;
   log(`\n${unhandled.length} unhandled rejection(s) during the per-call cases (first: ${unhandled[0]})`);
 }
-report.elapsedSeconds = Math.round((Date.now() - startedAt) / 100) / 10;
+report.elapsedSeconds = Math.round((realNow() - startedAt) / 100) / 10;
 log(`\nelapsed ${report.elapsedSeconds} s${failed ? ' — SOME LIBRARIES MISBEHAVED, see notes above' : ''}`);
 
 // ---------------------------------------------------------------- JSON
