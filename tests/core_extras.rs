@@ -1378,3 +1378,42 @@ fn budget_settings_are_checked() {
     assert_eq!(b.max_tokens(), 0.5);
     assert_eq!(b.token_ratio(), 2.0);
 }
+
+// ----- clock times that reach only the state -----
+
+#[test]
+fn times_only_state_until_an_option_hands_the_retryer_out() {
+    let n = Raw::Number;
+    assert!(policy(&[]).times_only_state());
+    // Neither handing the retryer out nor measuring a total deadline.
+    assert!(policy(&[
+        (Opt::Signal, Raw::Signal),
+        (Opt::Budget, Raw::Budget(0)),
+        (Opt::MaxExecutionTime, n(50.0)),
+        (Opt::Jitter, Raw::Str("full")),
+        (Opt::Backoff, Raw::Str("decorrelated")),
+        (Opt::Enabled, Raw::Bool(false)),
+        (Opt::MaxAttempts, n(5.0)),
+    ])
+    .times_only_state());
+    // Every callback and dynamic option receives the retryer.
+    let handing_out = callback_opts().into_iter().chain([
+        Opt::ShouldRetry,
+        Opt::RetryAfter,
+        Opt::Enabled,
+        Opt::MaxAttempts,
+        Opt::BaseWait,
+        Opt::MaxWait,
+        Opt::Backoff,
+    ]);
+    for opt in handing_out {
+        assert!(
+            !policy(&[(opt, Raw::Function)]).times_only_state(),
+            "{opt:?}"
+        );
+    }
+    // A total deadline is measured from the start time.
+    for total in [0.0, 1000.0] {
+        assert!(!policy(&[(Opt::MaxTotalExecutionTime, n(total))]).times_only_state());
+    }
+}

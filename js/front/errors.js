@@ -5,18 +5,14 @@ import {
 } from './wire.js';
 import { show } from './values.js';
 
-/** Decodes `1 | kind << 1 | opt << 2 | expect << 8 | index << 14`. */
-export function decodeError(code) {
-  return {
-    range: ((code >>> 1) & 1) === 1,
-    opt: (code >>> 2) & 0x3f,
-    expect: (code >>> 8) & 0x3f,
-    index: code >>> 14,
-  };
-}
-
+/**
+ * The error for engine code `code` (`1 | kind << 1 | opt << 2 | expect << 8
+ * | index << 14`, kind 1 for a RangeError) of option `name` given `value`.
+ */
 export function optionError(code, name, value) {
-  const { range, opt, expect, index } = decodeError(code);
+  const opt = (code >>> 2) & 0x3f;
+  const expect = (code >>> 8) & 0x3f;
+  const index = code >>> 14;
   if (expect === 0) {
     return new TypeError(`retry-wasm: unknown option '${name}' (got ${show(value)})`);
   }
@@ -35,7 +31,7 @@ export function optionError(code, name, value) {
   } catch {
     shown = value;
   }
-  const Ctor = range ? RangeError : TypeError;
+  const Ctor = code & 2 ? RangeError : TypeError;
   return new Ctor(`retry-wasm: option '${label}' must be ${EXPECTS[expect]}; got ${show(shown)}`);
 }
 
@@ -45,22 +41,17 @@ export function dynamicError(opt, value) {
   return new RangeError(`retry-wasm: the function given as '${name}' returned an invalid value: ${show(value)}`);
 }
 
-/** A DOMException named `name` (an Error with that name where there is none). */
-function domError(message, name) {
-  if (typeof DOMException === 'function') return new DOMException(message, name);
-  const e = new Error(message);
-  e.name = name;
-  return e;
-}
+// Both are DOMExceptions, as `AbortSignal.timeout()` and `AbortSignal.abort()`
+// give; every supported runtime has the global.
 
 /** The TimeoutError an attempt's signal aborts with. */
 export function timeoutError(ms) {
-  return domError(`retry-wasm: attempt exceeded maxExecutionTime (${ms} ms)`, 'TimeoutError');
+  return new DOMException(`retry-wasm: attempt exceeded maxExecutionTime (${ms} ms)`, 'TimeoutError');
 }
 
 /** The reason an attempt's signal aborts with on abort, new execution or total timeout. */
 export function abortError(reason) {
-  return domError(`retry-wasm: aborted (${reason})`, 'AbortError');
+  return new DOMException(`retry-wasm: aborted (${reason})`, 'AbortError');
 }
 
 /** Reports an error no promise can carry (a throwing store listener). */

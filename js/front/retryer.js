@@ -3,7 +3,7 @@
 // the engine's; this file only carries out the effects it returns.
 import { cells, engine as w, stateCell, stateIndex, WIN } from './engine.js';
 import { abortError, dynamicError, optionError, reportLater, timeoutError } from './errors.js';
-import { BUSY, DIRTY, KEPT, PARK_ABOVE, PUMPING, QUEUED, VACANT } from './slots.js';
+import { BUSY, DIRTY, KEPT, PARK_ABOVE, PUMPING, QUEUED, UNTIMED, VACANT } from './slots.js';
 import { arm, disarm, FIRE } from './timers.js';
 import { classify, numberOf, show, tagOf } from './values.js';
 import {
@@ -127,14 +127,13 @@ function relieve() {
 
 // The finalizer gives the handle back: whatever the engine still holds for
 // it (a slot, or nothing when parked or disposed) and what parking kept.
-const registry = typeof FinalizationRegistry === 'function'
-  ? new FinalizationRegistry((h) => {
-    if ((marks[h] & VACANT) === 0) attached--;
-    marks[h] = 0;
-    parkedState.delete(h);
-    w.destroy(h, 0);
-  })
-  : null;
+// Every supported runtime has FinalizationRegistry.
+const registry = new FinalizationRegistry((h) => {
+  if ((marks[h] & VACANT) === 0) attached--;
+  marks[h] = 0;
+  parkedState.delete(h);
+  w.destroy(h, 0);
+});
 
 const disposeSymbol = Symbol.dispose ?? Symbol.for('Symbol.dispose');
 
@@ -259,12 +258,7 @@ function applyOptions(h, opts, record) {
 
 /** A new engine slot with the policy `record` describes. */
 function spawn(record) {
-  return template === null || template.given[RECORD] !== record ? replay(record) : sharePolicy(template.h);
-}
-
-/** A new engine slot sharing engine slot `h`'s policy (already checked). */
-function sharePolicy(h) {
-  return w.share(h);
+  return template === null || template.given[RECORD] !== record ? replay(record) : w.share(template.h);
 }
 
 /** Builds a new engine slot from the calls `applyOptions` recorded. */
@@ -300,7 +294,7 @@ function sameSnapshot(t, opts, [keys, values]) {
 
 function remember(opts, [keys, values], merged, h) {
   if (!values.every((v) => v === null || (typeof v !== 'object' && typeof v !== 'symbol'))) return;
-  const copy = sharePolicy(h);
+  const copy = w.share(h);
   // The queue may still hold this number from a retryer that died: a
   // template slot must never be parked.
   mark(copy);
@@ -452,6 +446,35 @@ function rejectThrough(resolve, error) {
 }
 
 /**
+ * An arrow function's source text (V8, SpiderMonkey and JavaScriptCore
+ * give the exact text): such a function has no `this` of its own, so it
+ * cannot reach the retryer that calls it. Any other text (a plain or async
+ * function, a method, a bound or native function) fails the test, which
+ * only ever errs towards reading the clock.
+ */
+const ARROW = /^(async\s*)?([\w$]+|\([^)]*\))\s*=>/;
+const sourceOf = Function.prototype.toString;
+
+/** Set by `asyncRetry` for the one constructor call it makes. */
+let unheld = false;
+
+/**
+ * Wraps `fn` in a retryer and returns its bound `execute`: overlapping calls
+ * share one retryer, so a new call aborts the previous flow.
+ *
+ * Nobody else holds that retryer. If `fn` is an arrow function (its `this`
+ * is not the retryer) and the engine finds that no option hands the
+ * retryer to user code and no total deadline is measured
+ * (`Policy::times_only_state`), the state's two time fields can never be
+ * read: its flows then start and succeed without the two clock reads, in
+ * Node most of the cost of a success.
+ */
+export function asyncRetry(fn, initialOptions) {
+  unheld = true;
+  return new AsyncRetryer(fn, initialOptions).execute;
+}
+
+/**
  * Retries an async function with backoff, deadlines and cancellation; a
  * drop-in for `@tanstack/pacer`'s AsyncRetryer. See the README for every
  * option and its default.
@@ -549,6 +572,9 @@ export class AsyncRetryer {
   }
 
   constructor(fn, initialOptions = {}) {
+    // Taken before anything can throw: only asyncRetry's own call sees it.
+    const alone = unheld;
+    unheld = false;
     if (typeof fn !== 'function') {
       throw new TypeError(`retry-wasm: 'fn' must be a function to retry; got ${show(fn)}`);
     }
@@ -578,7 +604,7 @@ export class AsyncRetryer {
     // The handle as held value (a number: no record per retryer), and no
     // unregister token (registering with one costs about twice as much): a
     // disposed retryer keeps its handle, vacant, until the finalizer runs.
-    registry?.register(this, h);
+    registry.register(this, h);
     const init = given?.initialState;
     if (init !== null && typeof init === 'object') {
       // Read (and validated) once already; a getter that threw never gets here.
@@ -586,6 +612,7 @@ export class AsyncRetryer {
       this.#lastError = init.lastError;
     }
     this.#hint();
+    if (alone && ARROW.test(sourceOf.call(fn)) && w.untimed(h)) marks[h] |= UNTIMED;
     relieve();
     idleNow(h);
   }
@@ -702,7 +729,7 @@ export class AsyncRetryer {
     if (prev !== null && !prev.done()) (this.#rare().older ??= new Map()).set(prev.gen, prev);
     const signal = this.#given.signal;
     // Numbers, not booleans, into the engine: V8 converts those fastest.
-    const e = w.execute(this.#h, Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pump === 0 ? 1 : 0);
+    const e = w.execute(this.#h, marks[this.#h] & UNTIMED ? 0 : Date.now(), signal != null && signal.aborted === true ? 1 : 0, this.#pump === 0 ? 1 : 0);
     // `>>> 0`: a small integer, not a double, so that no field or context
     // holding it is boxed (16 B each per flow).
     flow.gen = cells()[WIN + WIN_LAST_GEN] >>> 0;
@@ -884,7 +911,7 @@ export class AsyncRetryer {
     const before = pop ? 0 : stateCell(at, CELL_VERSION);
     const cancelled = !fulfilled && isAbortError(value);
     const e = fulfilled
-      ? w.ok(h, gen, attempt, Date.now(), pop)
+      ? w.ok(h, gen, attempt, marks[h] & UNTIMED ? 0 : Date.now(), pop)
       : w.err(h, gen, attempt, cancelled ? 1 : 0, Date.now(), pop);
     if (pop ? e !== 0 : stateCell(at, CELL_VERSION) !== before) {
       // Accepted: the engine moved on. Record the value before any effect runs.

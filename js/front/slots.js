@@ -17,6 +17,13 @@ export const QUEUED = 2;
 export const VACANT = 4;
 export const KEPT = 8;
 
+/**
+ * A mark of `asyncRetry`'s retryers whose state nobody can ever read (see
+ * retryer.js `asyncRetry`): their flows start and succeed without reading
+ * the clock. Cleared with the handle by the finalizer.
+ */
+export const UNTIMED = 16;
+
 /** A retryer's pump state (retryer.js `#pump`): carrying out effects; and more were queued meanwhile. */
 export const PUMPING = 1;
 export const DIRTY = 2;

@@ -355,6 +355,27 @@ impl Policy {
         self.callbacks & cb.bit() != 0
     }
 
+    /// Whether the clock times given to `execute` and to a success reach
+    /// nothing but the state's two time fields: no total deadline is
+    /// measured from them, and no option hands the retryer to user code
+    /// (every callback and dynamic option receives it), so only whoever
+    /// holds the retryer can read those fields. The front end of a retryer
+    /// that nobody else holds (`asyncRetry`'s, with an arrow function) then
+    /// starts and ends its flows without reading the clock.
+    pub fn times_only_state(&self) -> bool {
+        // Variant checks only (`matches!`): comparing whole values would
+        // compare the numbers inside too, for nothing.
+        let hands_out = self.callbacks != 0
+            || self.should_retry
+            || self.retry_after
+            || matches!(self.enabled, Flag::Dynamic)
+            || matches!(self.max_attempts, Num::Dynamic)
+            || matches!(self.base_wait, Num::Dynamic)
+            || matches!(self.max_wait, Num::Dynamic)
+            || matches!(self.backoff, Backoff::Custom);
+        !hands_out && self.max_total_execution_time == f64::INFINITY
+    }
+
     /// The effective `throwOnError`: as given, else `Never` when `onError` is
     /// set, else `Last`.
     pub fn throw_mode(&self) -> Throw {

@@ -157,6 +157,17 @@ pub extern "C" fn cells(h: u32) -> u32 {
     with_world(0, |w| w.slot(h).map_or(0, Slot::address))
 }
 
+/// Whether retryer `h`'s policy lets its flows start and succeed without
+/// the clock, for a retryer nobody else holds (`Policy::times_only_state`);
+/// 0 for a bad handle.
+#[no_mangle]
+pub extern "C" fn untimed(h: u32) -> u32 {
+    with_world(0, |w| {
+        w.slot(h)
+            .map_or(0, |s| u32::from(s.machine.policy().times_only_state()))
+    })
+}
+
 /// Byte offset of the state in a slot (see `codec::state_at` for its fields).
 #[no_mangle]
 pub extern "C" fn state_at() -> u32 {

@@ -196,6 +196,9 @@ pub struct Host {
     pub state_changes: u32,
     /// One-shot reactions to callbacks, run when the `Call` is popped.
     reactions: Vec<(Cb, Reaction)>,
+    /// Start and succeed with time 0 instead of `now`, as the front end
+    /// does for a retryer whose time fields nobody can read.
+    pub untimed: bool,
 }
 
 impl Host {
@@ -217,6 +220,7 @@ impl Host {
             fired: Vec::new(),
             state_changes: 0,
             reactions: Vec::new(),
+            untimed: false,
         }
     }
 
@@ -332,17 +336,27 @@ impl Host {
 
     // ----- inputs (they only queue effects; call `drain`) -----
 
+    /// The time `execute` and a success are given (see `untimed`).
+    fn start_or_success_time(&self) -> f64 {
+        if self.untimed {
+            0.0
+        } else {
+            self.now
+        }
+    }
+
     pub fn execute(&mut self) -> u32 {
-        self.m.execute(self.now, false)
+        self.m.execute(self.start_or_success_time(), false)
     }
 
     pub fn execute_aborted(&mut self) -> u32 {
-        self.m.execute(self.now, true)
+        self.m.execute(self.start_or_success_time(), true)
     }
 
     pub fn ok(&mut self, gen: u32, attempt: u32) {
+        let now = self.start_or_success_time();
         let mut b = self.budgets.borrow_mut();
-        self.m.attempt_ok(gen, attempt, self.now, &mut *b);
+        self.m.attempt_ok(gen, attempt, now, &mut *b);
     }
 
     pub fn err(&mut self, gen: u32, attempt: u32) {

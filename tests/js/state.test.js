@@ -1,7 +1,7 @@
 // retryer.store: the eight-field snapshot, identity rules, subscribe /
 // unsubscribe, initialState and reset() (SPEC §1 "State").
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
-import { AsyncRetryer } from 'retry-wasm'
+import { AsyncRetryer, asyncRetry } from 'retry-wasm'
 import { flush, advance, track, DEFAULT_STATE } from './helpers.js'
 
 const T0 = Date.UTC(2030, 5, 1)
@@ -369,5 +369,124 @@ describe('reset()', () => {
     expect(t.value).toBe('done')
     expect(r.store.state.executionCount).toBe(1)
     expect(r.store.state.lastResult).toBe('done')
+  })
+})
+
+// asyncRetry's retryer is held by nobody but its bound execute: when its
+// function is an arrow (no `this` of its own) and no option hands the
+// retryer to user code, the two time fields can never be read, so the
+// clock is not read to start or end a success. Everywhere else the fields
+// are exact.
+describe('asyncRetry and the clock', () => {
+  const clockReads = () => vi.spyOn(Date, 'now')
+
+  it('an arrow function with no function option: no clock read to start or succeed', async () => {
+    const arrows = [
+      () => Promise.resolve(1),
+      async () => 1,
+      async (a, b) => a + b,
+      async x => x,
+      x => Promise.resolve(x),
+    ]
+    for (const fn of arrows) {
+      const f = asyncRetry(fn, { maxAttempts: 2, jitter: 0.5, maxExecutionTime: 1000 })
+      const now = clockReads()
+      const t = track(f(1, 2))
+      await flush()
+      expect(t.status).toBe('fulfilled')
+      expect(now).not.toHaveBeenCalled()
+      now.mockRestore()
+      expect(vi.getTimerCount()).toBe(0)
+    }
+  })
+
+  it('such a flow still waits and retries on time', async () => {
+    let n = 0
+    const f = asyncRetry(async () => {
+      if (++n < 3) throw new Error('again')
+      return 'done'
+    }, { baseWait: 10 })
+    const t = track(f())
+    await flush()
+    expect(n).toBe(1)
+    await advance(9)
+    expect(n).toBe(1)
+    await advance(1)
+    expect(n).toBe(2)
+    await advance(19)
+    expect(n).toBe(2)
+    await advance(1)
+    expect(t.value).toBe('done')
+  })
+
+  it('a total deadline is still measured from the start', async () => {
+    let n = 0
+    const f = asyncRetry(async () => {
+      n++
+      throw new Error('down')
+    }, { backoff: 'fixed', baseWait: 40, maxAttempts: 10, maxTotalExecutionTime: 100, throwOnError: false })
+    const t = track(f())
+    await advance(80)
+    // Attempts at 0, 40 and 80; the wait after the third would end past
+    // the deadline, so the flow ends at once, at 80 ms.
+    expect(n).toBe(3)
+    expect(t.status).toBe('fulfilled')
+    expect(t.value).toBeUndefined()
+  })
+
+  it('a function that can see the retryer as `this` reads exact times', async () => {
+    const seen = []
+    const functions = [
+      async function () { seen.push(this.store.state); vi.advanceTimersByTime(30); return 1 },
+      function () { seen.push(this.store.state); vi.advanceTimersByTime(30); return Promise.resolve(1) },
+      { async get() { seen.push(this.store.state); vi.advanceTimersByTime(30); return 1 } }.get,
+    ]
+    for (const fn of functions) {
+      seen.length = 0
+      const start = Date.now()
+      const f = asyncRetry(fn)
+      await f()
+      vi.advanceTimersByTime(5)
+      await f()
+      expect(seen[1].lastExecutionTime).toBe(start + 30)
+      expect(seen[1].totalExecutionTime).toBe(30)
+      expect(seen[1].executionCount).toBe(1)
+    }
+  })
+
+  it('a bound function may hide a `this`: its flows read the clock', async () => {
+    const f = asyncRetry((async () => 1).bind(null))
+    const now = clockReads()
+    await f()
+    expect(now).toHaveBeenCalled()
+    now.mockRestore()
+  })
+
+  it('callbacks and dynamic options hand the retryer out: exact times there', async () => {
+    let start = Date.now()
+    let got
+    const f = asyncRetry(async () => { vi.advanceTimersByTime(20); return 1 }, {
+      onSuccess: (result, args, retryer) => { got = retryer.store.state },
+    })
+    await f()
+    expect(got.lastExecutionTime).toBe(start + 20)
+    expect(got.totalExecutionTime).toBe(20)
+
+    let held
+    start = Date.now()
+    const g = asyncRetry(async () => { vi.advanceTimersByTime(15); return 1 }, {
+      enabled: (retryer) => { held = retryer; return true },
+    })
+    await g()
+    expect(held.store.state.lastExecutionTime).toBe(start + 15)
+    expect(held.store.state.totalExecutionTime).toBe(15)
+  })
+
+  it('an AsyncRetryer is held by its caller: its flows read the clock', async () => {
+    const r = new AsyncRetryer(async () => { vi.advanceTimersByTime(25); return 1 })
+    const start = Date.now()
+    await r.execute()
+    expect(r.store.state.lastExecutionTime).toBe(start + 25)
+    expect(r.store.state.totalExecutionTime).toBe(25)
   })
 })
