@@ -2,7 +2,7 @@
 // and rebuilt on their next call. Parking must not be observable: state,
 // options, subscribers and the jitter sequence carry over.
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { AsyncRetryer } from 'retry-wasm'
+import { AsyncRetryer, asyncRetry } from 'retry-wasm'
 import { advance, flush, track } from './helpers.js'
 
 // Read only: the installed package's engine, to count the slots it holds.
@@ -317,5 +317,35 @@ describe('disposed retryers', () => {
     expect(await b.execute()).toBe('b')
     expect(await a.execute()).toBe(undefined)
     for (const r of busy) r.abort()
+  })
+})
+
+describe('parking asyncRetry retryers that read no clock', () => {
+  it('brought back, they still read no clock on success and retry on time', async () => {
+    vi.useFakeTimers()
+    const fns = []
+    for (let i = 0; i < COUNT; i++) {
+      let n = 0
+      // Calls 1 and 4 fail, the others succeed.
+      fns.push(asyncRetry(async () => (++n % 3 === 1 ? Promise.reject(new Error('once')) : i), { baseWait: 5 }))
+    }
+    // Round 1: fail, wait 5 ms, succeed; idle retryers beyond 512 get parked.
+    const first = fns.map((f) => track(f()))
+    await advance(5)
+    expect(first.every((t, i) => t.value === i)).toBe(true)
+    expect(slotsInUse()).toBeLessThan(COUNT)
+    // Round 2: parked ones brought back, one success each, no clock read.
+    const now = vi.spyOn(Date, 'now')
+    const second = fns.map((f) => track(f()))
+    await flush()
+    expect(second.every((t, i) => t.value === i)).toBe(true)
+    expect(now).not.toHaveBeenCalled()
+    now.mockRestore()
+    // Round 3: a failure still waits exactly baseWait.
+    const third = fns.map((f) => track(f()))
+    await advance(4)
+    expect(third.some((t) => t.settled)).toBe(false)
+    await advance(1)
+    expect(third.every((t, i) => t.value === i)).toBe(true)
   })
 })
