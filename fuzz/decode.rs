@@ -174,7 +174,7 @@ impl<'a> Input<'a> {
         std::str::from_utf8(self.bytes(len)).unwrap_or("\u{fffd}")
     }
 
-    /// A JavaScript value as the front end would classify it.
+    /// A JavaScript value as the host would classify it.
     pub fn raw(&mut self) -> Raw<'a> {
         match self.byte() % 14 {
             0 => Raw::Undefined,
@@ -202,7 +202,8 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// An option wire id: mostly a known one, sometimes any u32.
+    /// An option by number (`Opt::from_id`): mostly a known one, sometimes
+    /// any u32.
     pub fn opt_id(&mut self) -> u32 {
         match self.byte() {
             b @ 0..=239 => u32::from(b) % 31,
@@ -211,7 +212,7 @@ impl<'a> Input<'a> {
     }
 }
 
-/// One step of building a policy, as the front end stages `setOptions`.
+/// One step of building a policy, as the wasm layer stages `setOptions`.
 #[derive(Clone, Copy, Debug)]
 pub enum OptOp<'a> {
     Set(u32, Raw<'a>),
@@ -815,9 +816,9 @@ fn check_budgets(budgets: &[Budget]) {
 ///
 /// Each input is `[machine, op, args..]`. The op byte's low 4 bits pick the
 /// input; its high bits pick what the host pops afterwards: usually
-/// everything (as the JavaScript front pumps after each input), sometimes
-/// only a few effects (a callback re-entering the machine while the rest is
-/// still queued). Settlements, answers and timer fires name what the host
+/// everything (as the pump does after each input), sometimes only a few
+/// effects (a callback re-entering the machine while the rest is still
+/// queued). Settlements, answers and timer fires name what the host
 /// was really asked for, except when a selector byte of 224 or more asks
 /// for a stray value (then the run is no longer "realistic" and the leak
 /// checks, which assume a real host, are skipped).
@@ -949,18 +950,6 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                 0 => s.m.set_listeners(inp.bool()),
                 _ => s.m.set_enabled_hint(inp.bool()),
             },
-            14 => {
-                // What the front end does with an idle retryer while many
-                // are alive: drop the machine, rebuild it from what it kept.
-                if let Some(parked) = s.m.park() {
-                    let mut m = Machine::new(s.m.policy().clone(), inp.u64());
-                    m.resume(&parked);
-                    // Compared as text: `now` may be NaN here, and NaN != NaN.
-                    let (again, kept) = (format!("{:?}", m.park()), format!("{:?}", Some(parked)));
-                    assert_eq!(again, kept, "resume(park()) lost something");
-                    s.m = m;
-                }
-            }
             _ => {
                 now = match inp.byte() % 4 {
                     0 | 1 => now + f64::from(inp.byte()),

@@ -80,7 +80,7 @@ fn should_retry_true_retries_and_is_asked_for_every_failed_attempt() {
 
 #[test]
 fn should_retry_falsy_or_throwing_answers() {
-    // The front sends truthiness as a Bool; anything else is not `true`.
+    // The host sends truthiness as a Bool; anything else is not `true`.
     for v in [Provided::Nothing, Provided::Other, Provided::Number(1.0)] {
         let mut h = Host::new(policy(&[
             (Opt::ShouldRetry, Raw::Function),
@@ -1334,7 +1334,7 @@ fn undefined_means_not_set() {
 
 #[test]
 fn a_refused_value_changes_nothing() {
-    // SPEC §3: "A failed setOptions changes nothing." The wasm front stages
+    // SPEC §3: "A failed setOptions changes nothing." The wasm layer stages
     // a copy and drops it on error, so this was never visible from
     // JavaScript. Regression (fixed in 9b43000): with intervals [10, 20, 30,
     // 40, 50] (6 attempts), set(MaxAttempts, Number(0)) returned Err but had
@@ -1377,49 +1377,4 @@ fn budget_settings_are_checked() {
     assert_eq!(b.tokens(), 0.5, "starts full");
     assert_eq!(b.max_tokens(), 0.5);
     assert_eq!(b.token_ratio(), 2.0);
-}
-
-// ----- clock times that reach only the state -----
-
-#[test]
-fn times_only_state_until_an_option_hands_the_retryer_out() {
-    let n = Raw::Number;
-    assert!(policy(&[]).times_only_state());
-    // Neither handing the retryer out nor measuring a total deadline.
-    assert!(policy(&[
-        (Opt::Signal, Raw::Signal),
-        (Opt::Budget, Raw::Budget(0)),
-        (Opt::MaxExecutionTime, n(50.0)),
-        (Opt::Jitter, Raw::Str("full")),
-        (Opt::Backoff, Raw::Str("decorrelated")),
-        (Opt::Enabled, Raw::Bool(false)),
-        (Opt::MaxAttempts, n(5.0)),
-    ])
-    .times_only_state());
-    // Every option that takes a function (a callback or a dynamic option)
-    // passes it the retryer; found from the option table, so an option
-    // added later is covered too.
-    let mut taking_functions = Vec::new();
-    for opt in ALL_OPTS {
-        if let Ok(p) = try_policy(&[(opt, Raw::Function)]) {
-            assert!(!p.times_only_state(), "{opt:?}");
-            taking_functions.push(opt);
-        }
-    }
-    let expected = callback_opts().into_iter().chain([
-        Opt::ShouldRetry,
-        Opt::RetryAfter,
-        Opt::Enabled,
-        Opt::MaxAttempts,
-        Opt::BaseWait,
-        Opt::MaxWait,
-        Opt::Backoff,
-    ]);
-    for opt in expected {
-        assert!(taking_functions.contains(&opt), "{opt:?} takes a function");
-    }
-    // A total deadline is measured from the start time.
-    for total in [0.0, 1000.0] {
-        assert!(!policy(&[(Opt::MaxTotalExecutionTime, n(total))]).times_only_state());
-    }
 }

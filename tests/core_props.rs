@@ -9,8 +9,6 @@
 //!   timers firing while effects are still queued;
 //! - `the_plain_paths_equal_the_general_steps`: 512 cases of up to 60
 //!   inputs, half of them with the policies the plain paths serve;
-//! - `clockless_starts_and_successes_change_only_the_times`: 512 cases of
-//!   up to 60 inputs;
 //! - `delays_stay_within_their_bounds`: 256 cases of up to 60 inputs;
 //! - `budget_shared_by_two_machines_stays_in_range`: 256 cases of up to
 //!   120 inputs.
@@ -255,31 +253,6 @@ impl Spec {
 
     fn forced_enabled(mut self) -> Spec {
         self.enabled = 9;
-        self
-    }
-
-    /// The policies `Policy::times_only_state` admits: no callback, no
-    /// dynamic option (each would hand the retryer out), no total deadline.
-    fn untimed(mut self) -> Spec {
-        if self.enabled == 1 {
-            self.enabled = 9;
-        }
-        if self.max_attempts == 5 || self.max_attempts == 6 {
-            self.max_attempts = 2;
-        }
-        if self.backoff == 4 {
-            self.backoff = 0;
-        }
-        if self.base.0 == 1 {
-            self.base.0 = 2;
-        }
-        if self.max_wait.0 == 1 {
-            self.max_wait.0 = 0;
-        }
-        self.callbacks = 0;
-        self.should_retry = false;
-        self.retry_after = false;
-        self.total.0 = 0;
         self
     }
 
@@ -563,23 +536,10 @@ fn host_for(spec: &Spec, listeners: bool) -> Host {
 /// timers fire while effects are still queued (a host that does not drain
 /// before its event loop runs); otherwise the host drains first, as the
 /// JavaScript pump does.
-fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool, park_idle: bool) -> Host {
+fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host {
     let mut h = host_for(spec, listeners);
     let mut t = Track::default();
     for op in ops {
-        if park_idle {
-            // What the front end does with idle retryers when many are
-            // alive: drop the machine, keep `Parked`, rebuild it later.
-            if let Some(parked) = h.m.park() {
-                h.m = Machine::new(h.m.policy().clone(), 0);
-                h.m.resume(&parked);
-                assert_eq!(
-                    h.m.park(),
-                    Some(parked),
-                    "resume(park()) is not the same machine"
-                );
-            }
-        }
         match op {
             Op::Execute { outside_aborted } => {
                 let gen = h.m.execute(h.now, *outside_aborted);
@@ -768,7 +728,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool, park_id
     }
 
     // Every started gen ends after abort + draining. An `enabled` question
-    // still pending is answered first (the front always answers at once).
+    // still pending is answered first (the host always answers at once).
     for _ in 0..3 {
         h.drain();
         t.scan(&h);
@@ -818,37 +778,15 @@ proptest! {
         listeners in any::<bool>(),
         ops in proptest::collection::vec(arb_op(), 1..80),
     ) {
-        run_chaos(&spec, listeners, &ops, false, false);
-    }
-}
-
-proptest! {
-    #![proptest_config(config(CHAOS_CASES))]
-
-    /// A machine parked whenever it is idle and rebuilt from what it kept
-    /// (`Machine::park` / `Machine::resume`) pops exactly the effects, and
-    /// ends in exactly the state, of one that never was: same jitter
-    /// sequence, same generations, same counters.
-    #[test]
-    fn parking_idle_machines_changes_nothing(
-        spec in arb_spec(),
-        listeners in any::<bool>(),
-        ops in proptest::collection::vec(arb_op(), 1..80),
-    ) {
-        let kept = run_chaos(&spec, listeners, &ops, false, false);
-        let parked = run_chaos(&spec, listeners, &ops, false, true);
-        prop_assert_eq!(&kept.log, &parked.log);
-        prop_assert_eq!(kept.m.state(), parked.m.state());
-        prop_assert_eq!(kept.m.last_gen(), parked.m.last_gen());
+        run_chaos(&spec, listeners, &ops, false);
     }
 }
 
 /// Drives a machine with `ops`, each followed by a drain that answers every
 /// question: 0 `execute()`, 1 the newest attempt succeeds, 2 it fails, 3
-/// `ms` pass (firing due timers). `untimed`: see `Host::untimed`.
-fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)], untimed: bool) -> Host {
+/// `ms` pass (firing due timers).
+fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)]) -> Host {
     let mut h = host_for(spec, listeners);
-    h.untimed = untimed;
     let mut t = Track::default();
     for &(kind, ms) in ops {
         match kind {
@@ -879,41 +817,11 @@ proptest! {
         spec in prop_oneof![arb_spec(), arb_spec().prop_map(Spec::plain)],
         ops in proptest::collection::vec((0u8..4, 0u16..3000), 1..60),
     ) {
-        let plain = run_drained(&spec, false, &ops, false);
-        let general = run_drained(&spec, true, &ops, false);
+        let plain = run_drained(&spec, false, &ops);
+        let general = run_drained(&spec, true, &ops);
         prop_assert_eq!(quiet(&plain.log), quiet(&general.log));
         prop_assert_eq!(plain.m.state(), general.m.state());
         prop_assert_eq!(plain.m.last_gen(), general.m.last_gen());
-    }
-}
-
-proptest! {
-    #![proptest_config(config(CHAOS_CASES))]
-
-    /// Under a policy whose clock times reach only the state
-    /// (`Policy::times_only_state`), a machine started and succeeding at
-    /// time 0 (what the front end gives for a retryer nobody else holds)
-    /// pops exactly the effects, and ends in exactly the state but for its
-    /// two time fields, of one given the clock. Signals, budgets, attempt
-    /// deadlines and every backoff but a custom one are in the mix.
-    #[test]
-    fn clockless_starts_and_successes_change_only_the_times(
-        spec in arb_spec().prop_map(Spec::untimed),
-        listeners in any::<bool>(),
-        ops in proptest::collection::vec((0u8..4, 0u16..3000), 1..60),
-    ) {
-        prop_assert!(spec.build().times_only_state());
-        let timed = run_drained(&spec, listeners, &ops, false);
-        let untimed = run_drained(&spec, listeners, &ops, true);
-        prop_assert_eq!(&timed.log, &untimed.log);
-        prop_assert_eq!(&timed.fired, &untimed.fired);
-        let without_times = |s: &State| State {
-            last_execution_time: 0.0,
-            total_execution_time: 0.0,
-            ..s.clone()
-        };
-        prop_assert_eq!(without_times(timed.m.state()), without_times(untimed.m.state()));
-        prop_assert_eq!(timed.m.last_gen(), untimed.m.last_gen());
     }
 }
 
@@ -931,7 +839,7 @@ proptest! {
         spec in arb_spec(),
         ops in proptest::collection::vec(arb_op(), 1..80),
     ) {
-        run_chaos(&spec.forced_enabled(), false, &ops, true, false);
+        run_chaos(&spec.forced_enabled(), false, &ops, true);
     }
 }
 

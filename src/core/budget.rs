@@ -77,8 +77,8 @@ impl Budget {
     }
 }
 
-/// Where a machine finds the budgets it refers to by id. The wasm front keeps
-/// them in a slab; tests use a plain vector.
+/// Where a machine finds the budgets it refers to by id. The wasm layer
+/// lends a retryer's own budget for each input; tests use a plain vector.
 pub trait Budgets {
     /// The budget with this id, if it still exists.
     fn budget(&mut self, id: u32) -> Option<&mut Budget>;

@@ -1,5 +1,11 @@
 //! What the machine asks its host to do, and the small vocabularies those
-//! requests use. Discriminants are the wire codes the front end reads.
+//! requests use.
+//!
+//! A few discriminants double as small numbers: `Timer as usize` indexes a
+//! retryer's timers and tells a `setTimeout` handler which one fired, and
+//! the `arg` of an [`Effect::Call`] for `onAbort` or `onGiveUp` is an
+//! [`AbortReason`] or [`GiveUp`] code, so one `u32` carries every
+//! callback's argument.
 
 use super::options::{Cb, Opt};
 
@@ -15,7 +21,7 @@ pub enum Timer {
     Total = 2,
 }
 
-/// All timers, in wire order.
+/// All timers, each at the index of its discriminant.
 pub const TIMERS: [Timer; 3] = [Timer::Wait, Timer::Attempt, Timer::Total];
 
 /// Why a flow was aborted (the `onAbort` reason).
@@ -29,6 +35,33 @@ pub enum AbortReason {
     Signal = 4,
 }
 
+impl AbortReason {
+    /// The reason as `onAbort` receives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AbortReason::Manual => "manual",
+            AbortReason::NewExecution => "new-execution",
+            AbortReason::ExecutionTimeout => "execution-timeout",
+            AbortReason::TotalTimeout => "total-timeout",
+            AbortReason::Signal => "signal",
+        }
+    }
+
+    /// The reason whose discriminant is `code` (the `arg` of an `onAbort`
+    /// call).
+    pub fn from_code(code: u32) -> Option<AbortReason> {
+        [
+            AbortReason::Manual,
+            AbortReason::NewExecution,
+            AbortReason::ExecutionTimeout,
+            AbortReason::TotalTimeout,
+            AbortReason::Signal,
+        ]
+        .get(code as usize)
+        .copied()
+    }
+}
+
 /// Why a flow ended in failure (the `onGiveUp` reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -37,6 +70,31 @@ pub enum GiveUp {
     NotRetryable = 1,
     ExecutionTimeout = 2,
     BudgetExhausted = 3,
+}
+
+impl GiveUp {
+    /// The reason as `onGiveUp` receives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            GiveUp::AttemptsExhausted => "attempts-exhausted",
+            GiveUp::NotRetryable => "not-retryable",
+            GiveUp::ExecutionTimeout => "execution-timeout",
+            GiveUp::BudgetExhausted => "budget-exhausted",
+        }
+    }
+
+    /// The reason whose discriminant is `code` (the `arg` of an `onGiveUp`
+    /// call).
+    pub fn from_code(code: u32) -> Option<GiveUp> {
+        [
+            GiveUp::AttemptsExhausted,
+            GiveUp::NotRetryable,
+            GiveUp::ExecutionTimeout,
+            GiveUp::BudgetExhausted,
+        ]
+        .get(code as usize)
+        .copied()
+    }
 }
 
 /// A value only a JavaScript function can provide.
@@ -91,7 +149,8 @@ pub enum Outcome {
     Thrown = 4,
 }
 
-/// An answer to an [`Effect::Eval`], as the front end classified it.
+/// An answer to an [`Effect::Eval`], as the host classified the value the
+/// function returned.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Provided {
     /// The function returned `undefined` or `null`.

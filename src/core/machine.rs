@@ -27,8 +27,8 @@ enum Phase {
     /// The function's promise for `attempt` is pending.
     Attempt,
     /// A failed attempt waits for values from option functions.
-    /// Boxed: most flows never fail, and an idle retryer's slot stays
-    /// small (it decides the allocator class of every retryer).
+    /// Boxed: most flows never fail, and every retryer stays small (under
+    /// load every pending flow is a retryer of its own).
     Gathering(Box<Gather>),
     /// The retry is decided; its callbacks are queued.
     Deciding,
@@ -73,7 +73,7 @@ struct Flow {
     phase: Phase,
     deadline: f64,
     /// The last decorrelated delay; negative before the first (an
-    /// `Option<f64>` would take 8 more bytes of every retryer's slot).
+    /// `Option<f64>` would make every retryer 8 bytes larger).
     prev_delay: f64,
     listening: bool,
 }
@@ -138,23 +138,6 @@ struct PendingStart {
     outside_aborted: bool,
 }
 
-/// Everything an idle machine needs later, besides its policy: the host can
-/// drop an idle machine and build one that behaves identically with
-/// [`Machine::resume`], so idle retryers need not hold engine memory.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Parked {
-    /// The observable state (not executing, no attempt).
-    pub state: State,
-    /// The newest flow's generation; new flows continue from it.
-    pub last_gen: u32,
-    /// The jitter generator's state, so a `seed`ed sequence continues.
-    pub rng: u64,
-    /// Whether anyone subscribed to state changes.
-    pub listeners: bool,
-    /// What is known of `enabled` (for `status`).
-    pub enabled_hint: bool,
-}
-
 /// The retry state machine of one retryer.
 #[derive(Clone, Debug)]
 pub struct Machine {
@@ -164,8 +147,8 @@ pub struct Machine {
     policy: Rc<Policy>,
     state: State,
     flow: Option<Flow>,
-    /// Boxed: only a dynamic `enabled` ever sets it, and every retryer's
-    /// slot size decides its allocator class.
+    /// Boxed: only a dynamic `enabled` ever sets it, so the other retryers
+    /// stay small.
     pending_start: Option<Box<PendingStart>>,
     last_gen: u32,
     last_started: u32,
@@ -185,7 +168,7 @@ pub struct Machine {
     /// The flow each timer was started for, valid where its bit in
     /// `armed_bits` is set; cleared once it fired or a clear was queued, so
     /// a timer that fires in between is ignored. (A bit mask instead of
-    /// three `Option<u32>`s: 12 bytes less in every retryer's slot.)
+    /// three `Option<u32>`s makes every retryer 12 bytes smaller.)
     armed: [u32; 3],
     armed_bits: u8,
     listeners: bool,
@@ -193,10 +176,6 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Byte offset of the state within a machine: a host may read it in
-    /// place (see [`State`]).
-    pub const STATE_OFFSET: usize = core::mem::offset_of!(Machine, state);
-
     /// A machine with `policy` (already validated; a `Policy` or a shared
     /// `Rc<Policy>`). `entropy` seeds the jitter generator unless the policy
     /// has a `seed`.
@@ -235,38 +214,6 @@ impl Machine {
         }
     }
 
-    /// What to keep to rebuild this machine later, when it is idle: no flow
-    /// (or pending start), nothing queued, no timer armed. `None` otherwise.
-    pub fn park(&self) -> Option<Parked> {
-        let idle = self.flow.is_none()
-            && self.pending_start.is_none()
-            && self.head.is_none()
-            && self.queue.is_empty()
-            && self.front.is_empty()
-            && self.armed_bits == 0
-            && !self.state.is_executing;
-        idle.then(|| Parked {
-            state: self.state.clone(),
-            last_gen: self.last_gen,
-            rng: self.rng.state(),
-            listeners: self.listeners,
-            enabled_hint: self.enabled_hint,
-        })
-    }
-
-    /// Makes a machine fresh from [`Machine::new`], with the policy the
-    /// machine `parked` came from had, go on exactly where that one left off
-    /// (its `initialState` and `seed` were applied then; `parked` replaces
-    /// what they gave).
-    pub fn resume(&mut self, parked: &Parked) {
-        self.state = parked.state.clone();
-        self.last_gen = parked.last_gen;
-        self.last_started = parked.last_gen;
-        self.rng = Rng::new(parked.rng);
-        self.listeners = parked.listeners;
-        self.enabled_hint = parked.enabled_hint;
-    }
-
     /// The current policy.
     pub fn policy(&self) -> &Policy {
         &self.policy
@@ -290,6 +237,23 @@ impl Machine {
     /// Whether a flow is active (started and not yet decided).
     pub fn is_active(&self) -> bool {
         self.flow.is_some()
+    }
+
+    /// Whether nothing is under way: no flow, no start waiting for
+    /// `enabled`, no effect queued and no timer armed. A host needs none of
+    /// its flow resources (timers, listeners, promise reactions) then.
+    pub fn is_idle(&self) -> bool {
+        self.flow.is_none()
+            && self.pending_start.is_none()
+            && self.head.is_none()
+            && self.queue.is_empty()
+            && self.armed_bits == 0
+    }
+
+    /// The attempt the active flow is at (during a wait, the one that
+    /// failed); `None` without an active flow.
+    pub fn attempt(&self) -> Option<u32> {
+        self.flow.as_ref().map(|f| f.attempt)
     }
 
     /// The generation of the newest `execute()`.
@@ -1008,7 +972,9 @@ impl Machine {
 
     // ----- helpers -----
 
-    fn is_running(&self, gen: u32, attempt: u32) -> bool {
+    /// Whether attempt `attempt` of flow `gen` is the one running now: its
+    /// settlement would be taken, where any other is ignored.
+    pub fn is_running(&self, gen: u32, attempt: u32) -> bool {
         matches!(&self.flow, Some(f) if f.gen == gen && f.attempt == attempt && matches!(f.phase, Phase::Attempt))
     }
 

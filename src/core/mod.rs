@@ -3,9 +3,10 @@
 //! Everything that decides anything lives here and is tested natively with a
 //! fake clock and fixed random numbers: option validation ([`options`]),
 //! delay schedules ([`backoff`]), the jitter generator ([`random`]), the
-//! observable state ([`state`]), the shared retry budget ([`budget`]) and the
-//! state machine that ties them together ([`machine`]), which talks to its
-//! host only through [`effect`]s.
+//! observable state ([`state`]), the shared retry budget ([`budget`]), the
+//! `Retry-After` parser ([`retry_after`]) and the state machine that ties
+//! them together ([`machine`]), which talks to its host only through
+//! [`effect`]s.
 
 pub mod backoff;
 pub mod budget;
@@ -13,4 +14,5 @@ pub mod effect;
 pub mod machine;
 pub mod options;
 pub mod random;
+pub mod retry_after;
 pub mod state;

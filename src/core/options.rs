@@ -1,9 +1,9 @@
 //! Raw option values in, a validated [`Policy`] out. Defaults live here and
 //! nowhere else.
 //!
-//! The front end classifies each JavaScript value it reads into a [`Raw`]
-//! (it can see types; the core cannot) and hands it over with the option's
-//! wire id. Every decision about what is acceptable is made here.
+//! The host (the wasm layer) classifies each JavaScript value it reads into
+//! a [`Raw`] (it can see types; the core cannot) and hands it over with the
+//! [`Opt`] it names. Every decision about what is acceptable is made here.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -25,7 +25,8 @@ pub const DEFAULT_MAX_TOTAL_EXECUTION_TIME: f64 = f64::INFINITY;
 /// Default `multiplier` of exponential backoff.
 pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 
-/// Option wire ids. The discriminant is the number the front end sends.
+/// The options a retryer takes. The discriminant is the option's index in
+/// [`ALL_OPTS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Opt {
@@ -59,7 +60,7 @@ pub enum Opt {
     RetryOnExecutionTimeout,
 }
 
-/// Every option, in wire-id order.
+/// Every option, in discriminant order.
 pub const ALL_OPTS: [Opt; 28] = [
     Opt::MaxAttempts,
     Opt::Backoff,
@@ -92,9 +93,49 @@ pub const ALL_OPTS: [Opt; 28] = [
 ];
 
 impl Opt {
-    /// The option with this wire id; `None` means "unknown option".
+    /// The option whose discriminant is `id`; `None` for any other number.
     pub fn from_id(id: u32) -> Option<Opt> {
         ALL_OPTS.get(id as usize).copied()
+    }
+
+    /// The option with this JavaScript name; `None` means "unknown option"
+    /// (which is how `maxAttempt` or `timeout` are caught).
+    pub fn from_name(name: &str) -> Option<Opt> {
+        ALL_OPTS.iter().copied().find(|o| o.name() == name)
+    }
+
+    /// The option's JavaScript name, as users write it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Opt::MaxAttempts => "maxAttempts",
+            Opt::Backoff => "backoff",
+            Opt::BaseWait => "baseWait",
+            Opt::MaxWait => "maxWait",
+            Opt::Jitter => "jitter",
+            Opt::MaxExecutionTime => "maxExecutionTime",
+            Opt::MaxTotalExecutionTime => "maxTotalExecutionTime",
+            Opt::ThrowOnError => "throwOnError",
+            Opt::Enabled => "enabled",
+            Opt::InitialState => "initialState",
+            Opt::Key => "key",
+            Opt::OnRetry => "onRetry",
+            Opt::OnError => "onError",
+            Opt::OnLastError => "onLastError",
+            Opt::OnSuccess => "onSuccess",
+            Opt::OnSettled => "onSettled",
+            Opt::OnAbort => "onAbort",
+            Opt::OnExecutionTimeout => "onExecutionTimeout",
+            Opt::OnTotalExecutionTimeout => "onTotalExecutionTimeout",
+            Opt::ShouldRetry => "shouldRetry",
+            Opt::OnGiveUp => "onGiveUp",
+            Opt::RetryAfter => "retryAfter",
+            Opt::Intervals => "intervals",
+            Opt::Multiplier => "multiplier",
+            Opt::Signal => "signal",
+            Opt::Budget => "budget",
+            Opt::Seed => "seed",
+            Opt::RetryOnExecutionTimeout => "retryOnExecutionTimeout",
+        }
     }
 
     /// The lifecycle callback this option installs, if it is one.
@@ -114,7 +155,8 @@ impl Opt {
     }
 }
 
-/// Lifecycle callbacks. The discriminant is the wire id of the callback.
+/// Lifecycle callbacks. The discriminant is the position of the callback's
+/// bit in [`Policy::callbacks`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Cb {
@@ -133,9 +175,24 @@ impl Cb {
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
+
+    /// The option that installs this callback.
+    pub const fn opt(self) -> Opt {
+        match self {
+            Cb::Retry => Opt::OnRetry,
+            Cb::Error => Opt::OnError,
+            Cb::LastError => Opt::OnLastError,
+            Cb::Success => Opt::OnSuccess,
+            Cb::Settled => Opt::OnSettled,
+            Cb::Abort => Opt::OnAbort,
+            Cb::ExecutionTimeout => Opt::OnExecutionTimeout,
+            Cb::TotalExecutionTimeout => Opt::OnTotalExecutionTimeout,
+            Cb::GiveUp => Opt::OnGiveUp,
+        }
+    }
 }
 
-/// A JavaScript value as the front end classified it.
+/// A JavaScript value as the host classified it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Raw<'a> {
     /// `undefined`: "not set", the option falls back to its default.
@@ -166,7 +223,7 @@ pub enum ErrorKind {
     Range = 1,
 }
 
-/// What the refused value should have been. The front end turns it into a
+/// What the refused value should have been. The wasm layer turns it into a
 /// sentence that names the option and the value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -192,6 +249,47 @@ pub enum Expect {
     AbortSignal,
     NumberOrFunction,
 }
+
+impl Expect {
+    /// What the option should have been, as the words of an error message
+    /// (`option 'jitter' must be <these words>; got 2`).
+    pub const fn words(self) -> &'static str {
+        match self {
+            Expect::UnknownOption => "a known option",
+            Expect::Function => "a function",
+            Expect::PositiveIntegerOrInfinity => "a positive integer or Infinity",
+            Expect::InfinityNeedsTotalDeadline => {
+                "paired with a finite maxTotalExecutionTime when it is Infinity"
+            }
+            Expect::NonNegativeNumber => "a number of milliseconds >= 0",
+            Expect::FiniteNonNegativeNumber => "a finite number of milliseconds >= 0",
+            Expect::FractionOrFull => "a number from 0 to 1, or 'full'",
+            Expect::BackoffName => "'exponential', 'linear', 'fixed', 'decorrelated' or a function",
+            Expect::ThrowOnErrorValue => "true, false or 'last'",
+            Expect::BooleanOrFunction => "a boolean or a function",
+            Expect::Boolean => "a boolean",
+            Expect::String => "a string",
+            Expect::Object => "an object",
+            Expect::ArrayOfDelays => "an array of delays in milliseconds >= 0",
+            Expect::IntervalsWithInfinity => "left out when maxAttempts is Infinity",
+            Expect::PositiveFiniteNumber => "a finite number > 0",
+            Expect::FiniteNumber => "a finite number",
+            Expect::RetryBudget => "a RetryBudget",
+            Expect::AbortSignal => "an AbortSignal",
+            Expect::NumberOrFunction => "a number or a function",
+        }
+    }
+}
+
+/// The persistable `initialState` fields, by the field id
+/// [`Policy::set_initial`] takes.
+pub const INITIAL_FIELDS: [&str; 5] = [
+    "executionCount",
+    "lastExecutionTime",
+    "totalExecutionTime",
+    "lastResult",
+    "lastError",
+];
 
 /// A refused option: which one, why, and for `intervals`/`initialState`
 /// which entry.
@@ -237,7 +335,7 @@ pub enum Throw {
     Never,
 }
 
-/// Persistable state fields of `initialState`, by wire id.
+/// The persistable `initialState` fields given.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct InitialState {
     pub execution_count: Option<f64>,
@@ -353,27 +451,6 @@ impl Policy {
     /// Whether callback `cb` is set.
     pub fn has(&self, cb: Cb) -> bool {
         self.callbacks & cb.bit() != 0
-    }
-
-    /// Whether the clock times given to `execute` and to a success reach
-    /// nothing but the state's two time fields: no total deadline is
-    /// measured from them, and no option hands the retryer to user code
-    /// (every callback and dynamic option receives it), so only whoever
-    /// holds the retryer can read those fields. The front end of a retryer
-    /// that nobody else holds (`asyncRetry`'s, with an arrow function) then
-    /// starts and ends its flows without reading the clock.
-    pub fn times_only_state(&self) -> bool {
-        // Variant checks only (`matches!`): comparing whole values would
-        // compare the numbers inside too, for nothing.
-        let hands_out = self.callbacks != 0
-            || self.should_retry
-            || self.retry_after
-            || matches!(self.enabled, Flag::Dynamic)
-            || matches!(self.max_attempts, Num::Dynamic)
-            || matches!(self.base_wait, Num::Dynamic)
-            || matches!(self.max_wait, Num::Dynamic)
-            || matches!(self.backoff, Backoff::Custom);
-        !hands_out && self.max_total_execution_time == f64::INFINITY
     }
 
     /// The effective `throwOnError`: as given, else `Never` when `onError` is
@@ -581,7 +658,7 @@ impl Policy {
 
     /// Records one field of `initialState`: 0 executionCount,
     /// 1 lastExecutionTime, 2 totalExecutionTime, 3 lastResult, 4 lastError.
-    /// Other fields cannot persist and are not sent.
+    /// Other fields cannot persist; the host does not pass them.
     pub fn set_initial(&mut self, field: u32, raw: Raw<'_>) -> Result<(), OptionError> {
         let err = |kind, expect| OptionError {
             kind,
@@ -767,6 +844,18 @@ mod tests {
             p.push_interval(1, Raw::Str("1")).unwrap_err().kind,
             ErrorKind::Type
         );
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for o in ALL_OPTS {
+            assert_eq!(Opt::from_name(o.name()), Some(o));
+        }
+        assert_eq!(Opt::from_name("maxAttempt"), None);
+        assert_eq!(Opt::from_name("timeout"), None);
+        for o in ALL_OPTS.iter().copied().filter(|o| o.callback().is_some()) {
+            assert_eq!(o.callback().map(Cb::opt), Some(o));
+        }
     }
 
     #[test]

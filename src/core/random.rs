@@ -23,12 +23,6 @@ impl Rng {
         Rng::new(normalised.to_bits() ^ 0x5851_F42D_4C95_7F2D)
     }
 
-    /// The whole generator state: `Rng::new(rng.state())` continues the same
-    /// sequence (used to park an idle machine).
-    pub fn state(&self) -> u64 {
-        self.state
-    }
-
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);

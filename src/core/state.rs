@@ -1,8 +1,8 @@
 //! The eight observable state fields and the status rule.
 //!
 //! `lastResult` and `lastError` are JavaScript values the core never sees;
-//! it keeps only whether each is present, and the front end pairs the flags
-//! with the values it holds.
+//! it keeps only whether each is present, and the wasm layer, which holds
+//! the values, pairs them with these flags.
 
 /// `status` of a retryer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,13 +14,20 @@ pub enum Status {
     Disabled = 3,
 }
 
+impl Status {
+    /// The status as `store.state.status` shows it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Status::Idle => "idle",
+            Status::Executing => "executing",
+            Status::Retrying => "retrying",
+            Status::Disabled => "disabled",
+        }
+    }
+}
+
 /// The numeric part of `retryer.store.state`.
-///
-/// `repr(C)`, the three `f64`s first: the wasm host reads a retryer's state
-/// in place (`src/wasm/codec.rs` checks the offsets) rather than keeping a
-/// mirror of it beside every machine.
 #[derive(Clone, Debug, PartialEq, Default)]
-#[repr(C)]
 pub struct State {
     /// Successful `execute()` calls.
     pub execution_count: f64,

@@ -1,6 +1,6 @@
 //! A fake host for the sans-IO machine: it pops effects into a log, keeps a
 //! fake clock and a fake timer wheel (one live timer per kind, as the wasm
-//! front keeps one handle per kind), owns the budgets, and can run
+//! layer keeps one timer per kind), owns the budgets, and can run
 //! "callbacks" that re-enter the machine while the rest of a flow's effects
 //! are still queued.
 //!
@@ -30,7 +30,7 @@ pub use retry_wasm::core::state::{State, Status};
 /// Entropy for machines without a `seed` (tests that care set one).
 pub const ENTROPY: u64 = 0x1234_5678;
 
-/// The lifecycle callback options, in wire order.
+/// The lifecycle callback options, in `ALL_OPTS` order.
 pub fn callback_opts() -> Vec<Opt> {
     ALL_OPTS
         .iter()
@@ -196,9 +196,6 @@ pub struct Host {
     pub state_changes: u32,
     /// One-shot reactions to callbacks, run when the `Call` is popped.
     reactions: Vec<(Cb, Reaction)>,
-    /// Start and succeed with time 0 instead of `now`, as the front end
-    /// does for a retryer whose time fields nobody can read.
-    pub untimed: bool,
 }
 
 impl Host {
@@ -220,7 +217,6 @@ impl Host {
             fired: Vec::new(),
             state_changes: 0,
             reactions: Vec::new(),
-            untimed: false,
         }
     }
 
@@ -336,27 +332,17 @@ impl Host {
 
     // ----- inputs (they only queue effects; call `drain`) -----
 
-    /// The time `execute` and a success are given (see `untimed`).
-    fn start_or_success_time(&self) -> f64 {
-        if self.untimed {
-            0.0
-        } else {
-            self.now
-        }
-    }
-
     pub fn execute(&mut self) -> u32 {
-        self.m.execute(self.start_or_success_time(), false)
+        self.m.execute(self.now, false)
     }
 
     pub fn execute_aborted(&mut self) -> u32 {
-        self.m.execute(self.start_or_success_time(), true)
+        self.m.execute(self.now, true)
     }
 
     pub fn ok(&mut self, gen: u32, attempt: u32) {
-        let now = self.start_or_success_time();
         let mut b = self.budgets.borrow_mut();
-        self.m.attempt_ok(gen, attempt, now, &mut *b);
+        self.m.attempt_ok(gen, attempt, self.now, &mut *b);
     }
 
     pub fn err(&mut self, gen: u32, attempt: u32) {
