@@ -160,6 +160,12 @@ export declare class AsyncRetryer<TFn extends AnyAsyncFunction> {
   abort: () => void;
   /** Restores the default state; an active flow goes on. */
   reset: () => void;
+  /**
+   * Aborts an active flow and frees the retryer now rather than at garbage
+   * collection (also `retryer[Symbol.dispose]()`, so `using` works); any
+   * later call on it throws.
+   */
+  free(): void;
 }
 
 /** Options of a `RetryBudget`. */
@@ -177,6 +183,8 @@ export declare class RetryBudget {
   readonly tokens: number;
   readonly maxTokens: number;
   readonly tokenRatio: number;
+  /** Frees the budget's own handle now rather than at garbage collection; retryers using it keep it. */
+  free(): void;
 }
 
 /** Wraps `fn` in one retryer and returns its bound `execute`. */

@@ -1,25 +1,33 @@
 #!/usr/bin/env node
-// Builds the package's generated half: Rust -> wasm32 -> wasm-opt ->
-// pkg/wasm-bytes.js (the module embedded as base64, so every runtime and
-// bundler loads it with no file lookup and no init call). The module's
-// exports are plain C-ABI functions, so there is no generated JS glue.
+// Builds the package's generated half: Rust -> wasm32 -> wasm-bindgen (the
+// `web` target's glue and module) -> wasm-opt -> pkg/:
+//   pkg/retry_wasm.js    the glue wasm-bindgen generated, as it generated it
+//   pkg/wasm-bytes.js    the optimised module, deflated and embedded as
+//                        base64, so every runtime and bundler loads it with
+//                        no file lookup; the entry inflates it with the
+//                        standard DecompressionStream and instantiates it
+//                        (`initSync`) before its exports are used, so users
+//                        call no init function
+//   pkg/retry_wasm.wasm  the same module as a file, for size reports
 //
 //   node scripts/build.mjs             always build
 //   node scripts/build.mjs --if-needed skip when sources are unchanged
 //
-// It installs what a fresh machine lacks: the wasm32 target (rustup).
+// It installs what a fresh machine lacks: the wasm32 target (rustup) and
+// wasm-bindgen-cli at exactly the version Cargo.lock pins the wasm-bindgen
+// crate to (the two must match).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { deflateRawSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { snip } from './snip.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = join(root, 'pkg');
 const stampFile = join(pkg, '.stamp');
-const wasmOut = join(root, 'target/wasm32-unknown-unknown/release/retry_wasm.wasm');
+const cargoOut = join(root, 'target/wasm32-unknown-unknown/release/retry_wasm.wasm');
+const bindgenOut = join(root, 'target/bindgen');
 
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
@@ -54,7 +62,6 @@ function sourceHash() {
     join(root, 'Cargo.lock'),
     join(root, '.cargo/config.toml'),
     fileURLToPath(import.meta.url),
-    join(root, 'scripts/snip.mjs'),
   ];
   for (const f of files) {
     if (!existsSync(f)) continue;
@@ -64,7 +71,28 @@ function sourceHash() {
   return h.digest('hex');
 }
 
-function ensureToolchain() {
+/** The wasm-bindgen version Cargo.lock resolved (pinned with `=` in Cargo.toml). */
+export function pinnedBindgenVersion() {
+  const lock = readFileSync(join(root, 'Cargo.lock'), 'utf8');
+  const m = /\[\[package\]\]\nname = "wasm-bindgen"\nversion = "([^"]+)"/.exec(lock);
+  if (!m) throw new Error('Cargo.lock names no wasm-bindgen version');
+  return m[1];
+}
+
+/** The wasm-bindgen CLI to run: the one on PATH if it is the pinned version, else installed. */
+function ensureBindgen() {
+  const want = pinnedBindgenVersion();
+  const have = output('wasm-bindgen', ['--version']).trim();
+  if (have === `wasm-bindgen ${want}`) return 'wasm-bindgen';
+  console.log(`[build] installing wasm-bindgen-cli ${want} (found: ${have || 'none'}); this takes a few minutes`);
+  // Not --locked: the CLI's lock file names a crate this registry does not serve.
+  run('cargo', ['install', 'wasm-bindgen-cli', '--version', `=${want}`]);
+  const home = process.env.CARGO_HOME || join(process.env.HOME || '', '.cargo');
+  const installed = join(home, 'bin', 'wasm-bindgen');
+  return existsSync(installed) ? installed : 'wasm-bindgen';
+}
+
+function ensureTarget() {
   if (!output('rustup', ['target', 'list', '--installed']).split('\n').includes('wasm32-unknown-unknown')) {
     console.log('[build] adding the wasm32-unknown-unknown target');
     run('rustup', ['target', 'add', 'wasm32-unknown-unknown']);
@@ -72,80 +100,66 @@ function ensureToolchain() {
 }
 
 /**
- * Deflates the wasm for embedding: with Zopfli (the @gfx/zopfli dev
- * dependency, a wasm build of Google's exhaustive deflate encoder) when it is
- * installed, which makes a stream ~5% smaller than zlib's best, i.e. ~0.6 KB
- * less to download; zlib otherwise. Either way the output is plain
- * deflate-raw that DecompressionStream inflates. 250 iterations instead of
- * Zopfli's usual 15: 21 B less in the gzipped bundle (session 9), for
- * about 0.2 s more build time.
+ * What wasm-opt is told: -Oz, plus the facts rustc's output meets
+ * (`--low-memory-unused`: nothing addresses the first KiB, so constant
+ * offsets may fold into loads and stores). Not `--ignore-implicit-traps`:
+ * it lets a guarded load run unguarded, and a trap poisons the instance for
+ * every retryer on the page.
+ */
+const WASM_OPT_FLAGS = ['-Oz', '--low-memory-unused', '--strip-debug', '--strip-producers'];
+
+/**
+ * Deflates the module for embedding, with Zopfli (the @gfx/zopfli dev
+ * dependency: a stream ~5% smaller than zlib's best) when it is installed.
+ * Deflating before base64 matters: gzip cannot see through base64, so a
+ * base64 text of the raw module downloads ~35% larger than the module.
  */
 async function deflate(bytes) {
   try {
     const { default: zopfli } = await import('@gfx/zopfli');
-    return Buffer.from(await zopfli.deflateAsync(bytes, { numiterations: 250 }));
+    return Buffer.from(await zopfli.deflateAsync(bytes, { numiterations: 50 }));
   } catch (e) {
     if (e?.code !== 'ERR_MODULE_NOT_FOUND') throw e;
-    console.warn('[build] @gfx/zopfli missing (run npm install); deflating with zlib, ~0.6 KB larger');
+    console.warn('[build] @gfx/zopfli missing (run npm install); deflating with zlib');
     return deflateRawSync(bytes, { level: zlib.Z_BEST_COMPRESSION });
   }
 }
 
-function toBase64Module(packed) {
-  // Deflated before base64: gzip cannot see through base64, so compressing
-  // first makes the download smaller; the front inflates it with the
-  // standard DecompressionStream every supported runtime has.
+function embedded(deflated) {
   return (
     '// Generated by scripts/build.mjs: the retry-wasm engine, deflated and\n' +
     '// embedded so that no runtime or bundler has to locate a .wasm file.\n' +
-    `export default ${JSON.stringify(packed.toString('base64'))};\n`
+    `export default ${JSON.stringify(deflated.toString('base64'))};\n`
   );
 }
 
-/**
- * What wasm-opt is told of this module, chosen for the smallest gzipped
- * download at the same speed (-52 B of the gzipped bundle against plain
- * -Oz, the same ~50 ns for a success's two engine calls):
- * - `-Os --converge`: for this module -Os (shrink level 1) comes out
- *   smaller after gzip than -Oz (level 2), though a few bytes larger raw;
- *   --converge repeats the passes until nothing shrinks;
- * - `--low-memory-unused`: lets added constants below 1 KiB fold into
- *   load and store offsets. That changes only an access whose address
- *   would wrap past 4 GiB into the first KiB, which nothing here addresses
- *   (the stack starts 1 MiB up and grows down; data and heap lie above it);
- * - `--zero-filled-memory`: the module defines its own memory (nothing is
- *   imported), which starts zeroed.
- * Not `--ignore-implicit-traps` (7-37 B less): it lets wasm-opt turn a
- * guarded load into an unconditional one (`if` to `select`), so a load an
- * index check kept from running out of bounds could run and trap, and a
- * trap poisons the instance for every retryer on the page.
- */
-const WASM_OPT_FLAGS = ['-Os', '--converge', '--low-memory-unused', '--zero-filled-memory'];
-
 export async function build({ ifNeeded = false } = {}) {
   const hash = sourceHash();
-  const outputs = ['retry_wasm.wasm', 'wasm-bytes.js'].map((f) => join(pkg, f));
+  const outputs = ['retry_wasm.js', 'retry_wasm.wasm', 'wasm-bytes.js'].map((f) => join(pkg, f));
   if (ifNeeded && outputs.every(existsSync) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) {
     console.log('[build] up to date');
     return;
   }
-  ensureToolchain();
+  ensureTarget();
+  const bindgen = ensureBindgen();
   run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib']);
+  rmSync(bindgenOut, { recursive: true, force: true });
+  // --omit-default-module-path: the entry always passes the embedded bytes, so
+  // the glue needs no `new URL('…_bg.wasm', import.meta.url)` fallback, which
+  // bundlers would try (and warn they fail) to resolve.
+  run(bindgen, ['--target', 'web', '--no-typescript', '--omit-default-module-path', '--out-dir', bindgenOut, cargoOut]);
   mkdirSync(pkg, { recursive: true });
-  for (const stale of ['retry_wasm.js', 'retry_wasm_bg.wasm']) rmSync(join(pkg, stale), { force: true });
   const bg = join(pkg, 'retry_wasm.wasm');
   const opt = join(root, 'node_modules/.bin/wasm-opt');
   if (existsSync(opt)) {
-    const snipped = join(root, 'target/retry_wasm.snipped.wasm');
-    const cut = await snip(wasmOut, snipped);
-    if (cut !== null && cut.length === 0) console.warn('[build] snip found no panic code to remove: did the toolchain rename it?');
-    run(opt, [snipped, ...WASM_OPT_FLAGS, '--strip-debug', '--strip-producers', '--strip-target-features', '-o', bg]);
+    run(opt, [join(bindgenOut, 'retry_wasm_bg.wasm'), ...WASM_OPT_FLAGS, '-o', bg]);
   } else {
     console.warn('[build] node_modules/.bin/wasm-opt missing (run npm install); shipping unoptimised wasm');
-    copyFileSync(wasmOut, bg);
+    copyFileSync(join(bindgenOut, 'retry_wasm_bg.wasm'), bg);
   }
+  copyFileSync(join(bindgenOut, 'retry_wasm.js'), join(pkg, 'retry_wasm.js'));
   const bytes = readFileSync(bg);
-  writeFileSync(join(pkg, 'wasm-bytes.js'), toBase64Module(await deflate(bytes)));
+  writeFileSync(join(pkg, 'wasm-bytes.js'), embedded(await deflate(bytes)));
   writeFileSync(stampFile, hash);
   console.log(`[build] pkg/retry_wasm.wasm: ${bytes.length} bytes`);
 }

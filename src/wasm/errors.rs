@@ -1,0 +1,111 @@
+//! The errors users see, in SPEC's words: a `TypeError` for a wrong type, a
+//! `RangeError` for a value out of range, each naming the option and the
+//! value; and the `DOMException`s an attempt's signal aborts with.
+
+use alloc::string::String;
+
+use wasm_bindgen::JsValue;
+use web_sys::DomException;
+
+use super::values::{self, show};
+use crate::core::options::{ErrorKind, Expect, Opt, OptionError, INITIAL_FIELDS};
+
+/// A `TypeError` with `message` after the library's prefix.
+pub fn type_error(message: &str) -> JsValue {
+    js_sys::TypeError::new(&["retry-wasm: ", message].concat()).into()
+}
+
+/// A `RangeError` with `message` after the library's prefix.
+pub fn range_error(message: &str) -> JsValue {
+    js_sys::RangeError::new(&["retry-wasm: ", message].concat()).into()
+}
+
+/// The error for a refused option `opt` given `value` (for `intervals` and
+/// `initialState`, the entry the core names is shown instead).
+pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
+    let mut label = String::from(e.opt.name());
+    let mut shown = value.clone();
+    if e.opt == Opt::Intervals && e.expect == Expect::ArrayOfDelays {
+        if let Ok(entry) = js_sys::Reflect::get_u32(value, e.index) {
+            let index = super::js::string_of(&e.index.into()).unwrap_or_default();
+            label = ["intervals[", &index, "]"].concat();
+            shown = entry;
+        }
+    } else if e.opt == Opt::InitialState {
+        if let Some(field) = INITIAL_FIELDS.get(e.index as usize) {
+            if let Ok(entry) = values::get(value, field) {
+                label = ["initialState.", field].concat();
+                shown = entry;
+            }
+        }
+    }
+    let message = [
+        "option '",
+        &label,
+        "' must be ",
+        e.expect.words(),
+        "; got ",
+        &show(&shown),
+    ]
+    .concat();
+    match e.kind {
+        ErrorKind::Type => type_error(&message),
+        ErrorKind::Range => range_error(&message),
+    }
+}
+
+/// The error for an option name the library does not know.
+pub fn unknown_option(name: &str, value: &JsValue) -> JsValue {
+    type_error(&["unknown option '", name, "' (got ", &show(value), ")"].concat())
+}
+
+/// An options object (or one of its values) that could not be read.
+pub fn unreadable(what: &str, thrown: &JsValue) -> JsValue {
+    type_error(&[what, " could not be read: ", &show(thrown)].concat())
+}
+
+/// The `RangeError` that ends a flow whose option function answered badly.
+pub fn dynamic_error(opt: Opt, value: &JsValue) -> JsValue {
+    range_error(
+        &[
+            "the function given as '",
+            opt.name(),
+            "' returned an invalid value: ",
+            &show(value),
+        ]
+        .concat(),
+    )
+}
+
+/// The `TimeoutError` an attempt's signal aborts with, which also becomes
+/// the flow's error.
+pub fn timeout_error(ms: f64) -> JsValue {
+    // JavaScript formats the number: Rust's float formatting would add
+    // kilobytes to the download for this one message.
+    let ms = super::js::string_of(&JsValue::from_f64(ms)).unwrap_or_default();
+    dom_exception(
+        &[
+            "retry-wasm: attempt exceeded maxExecutionTime (",
+            &ms,
+            " ms)",
+        ]
+        .concat(),
+        "TimeoutError",
+    )
+}
+
+/// The `AbortError` an attempt's signal aborts with on `abort()`, a new
+/// execution or the total deadline.
+pub fn abort_error(reason: &str) -> JsValue {
+    dom_exception(
+        &["retry-wasm: aborted (", reason, ")"].concat(),
+        "AbortError",
+    )
+}
+
+fn dom_exception(message: &str, name: &str) -> JsValue {
+    match DomException::new_with_message_and_name(message, name) {
+        Ok(e) => e.into(),
+        Err(e) => e,
+    }
+}

@@ -1,0 +1,130 @@
+//! The host's JavaScript, as wasm-bindgen imports js-sys and web-sys do not
+//! already give in the form needed: calls that can run user code are
+//! `catch` imports (an exception then comes back as an `Err` instead of
+//! unwinding through Rust frames, which would leave borrows and the pump
+//! stuck), and numbers go over the boundary as numbers.
+//!
+//! Globals (`setTimeout`, `clearTimeout`, `Date.now`) are referenced by the
+//! generated glue at each call, so fake timers installed after the module
+//! loaded (vitest, jest, sinon) drive it.
+
+use js_sys::{Array, Function, Object, Promise};
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen]
+extern "C" {
+    /// A retryer's own JavaScript object, seen structurally: calling `fn` on
+    /// it is `@tanstack/pacer`'s `this.fn(...args)`.
+    pub type Holder;
+
+    /// `holder.fn()`.
+    #[wasm_bindgen(method, catch, js_name = fn)]
+    pub fn call_fn0(this: &Holder) -> Result<JsValue, JsValue>;
+
+    /// `holder.fn(...args)`.
+    #[wasm_bindgen(method, catch, variadic, js_name = fn)]
+    pub fn call_fn(this: &Holder, args: &Array) -> Result<JsValue, JsValue>;
+
+    /// `setTimeout(handler, ms, slot, id, kind)`: the extra arguments reach
+    /// the handler, so one shared handler serves every timer.
+    #[wasm_bindgen(js_name = setTimeout)]
+    pub fn set_timeout(handler: &Function, ms: f64, slot: u32, id: u32, kind: u32) -> JsValue;
+
+    /// `clearTimeout(id)` (a number in browsers, an object in Node).
+    #[wasm_bindgen(js_name = clearTimeout)]
+    pub fn clear_timeout(id: &JsValue);
+
+    /// `Object.keys(value)`: a Proxy's trap may throw.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    pub fn object_keys(value: &JsValue) -> Result<Array, JsValue>;
+
+    /// `Object.assign(target, source)`: a getter of `source` may throw.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = assign)]
+    pub fn object_assign(target: &Object, source: &JsValue) -> Result<Object, JsValue>;
+
+    /// `Array.isArray(value)`: throws for a revoked Proxy.
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    pub fn is_array(value: &JsValue) -> Result<bool, JsValue>;
+
+    /// `Promise.resolve(value)`: reads `value.constructor` of a promise.
+    #[wasm_bindgen(catch, js_namespace = Promise, js_name = resolve)]
+    pub fn promise_resolve(value: &JsValue) -> Result<Promise, JsValue>;
+
+    /// Any object, for plain property access: `obj[key]` and
+    /// `obj[key] = value` compile to the engine's fast property paths, where
+    /// `Reflect.get`/`Reflect.set` take its generic one (several times
+    /// slower in V8: building a retryer's options spent a fifth of its time
+    /// in `Reflect.set`).
+    pub type Bag;
+
+    /// `obj[key]`; a getter or Proxy trap may throw.
+    #[wasm_bindgen(method, catch, indexing_getter)]
+    pub fn get(this: &Bag, key: &JsValue) -> Result<JsValue, JsValue>;
+
+    /// `obj[key] = value`; a setter or Proxy trap may throw.
+    #[wasm_bindgen(method, catch, indexing_setter)]
+    pub fn set(this: &Bag, key: &JsValue, value: &JsValue) -> Result<(), JsValue>;
+
+    /// A promise whose `then` is called as a method (a Promise subclass
+    /// may override it, and it may throw).
+    pub type Thenable;
+
+    /// `promise.then(ok, err)`; the promise it returns is not needed.
+    #[wasm_bindgen(catch, method)]
+    pub fn then(this: &Thenable, ok: &Function, err: &Function) -> Result<(), JsValue>;
+
+    /// The global `Promise` class, for its constructor.
+    #[wasm_bindgen(js_name = Promise)]
+    pub type PromiseClass;
+
+    /// `new Promise(executor)`: the executor runs at once.
+    #[wasm_bindgen(constructor, js_class = "Promise")]
+    pub fn new(executor: &Handler) -> PromiseClass;
+
+    /// A promise's `resolve` function.
+    pub type Resolve;
+
+    /// `resolve.call(undefined, value)`: resolve functions never throw.
+    #[wasm_bindgen(method)]
+    pub fn call(this: &Resolve, context: &JsValue, value: &JsValue);
+
+    /// One of the module's shared handlers, to be bound to numbers.
+    pub type Handler;
+
+    /// `f.bind(null, slot, id, gen, attempt)`: one attempt's promise
+    /// reaction, from a handler all retryers share.
+    #[wasm_bindgen(method, js_name = bind)]
+    pub fn bind_attempt(
+        this: &Handler,
+        context: &JsValue,
+        slot: u32,
+        id: u32,
+        gen: u32,
+        attempt: u32,
+    ) -> Function;
+
+    /// `f.bind(null, slot, id, gen)`: one flow's outside-signal listener.
+    #[wasm_bindgen(method, js_name = bind)]
+    pub fn bind_flow(this: &Handler, context: &JsValue, slot: u32, id: u32, gen: u32) -> Function;
+
+    /// `f.bind(context, arg)`.
+    #[wasm_bindgen(method, js_name = bind)]
+    pub fn bind_value(this: &Handler, context: &JsValue, arg: &JsValue) -> Function;
+
+    /// `Object.prototype.toString.call(value)`, for error messages.
+    #[wasm_bindgen(catch, js_namespace = ["Object", "prototype", "toString"], js_name = call)]
+    pub fn to_string_tag(value: &JsValue) -> Result<JsValue, JsValue>;
+
+    /// `String(value)`, for error messages: JavaScript's own number format.
+    #[wasm_bindgen(catch, js_name = String)]
+    pub fn string_of(value: &JsValue) -> Result<String, JsValue>;
+
+    /// `globalThis.reportError`, where the host has it (not Node 20).
+    #[wasm_bindgen(thread_local_v2, js_namespace = globalThis, js_name = reportError)]
+    pub static REPORT_ERROR: JsValue;
+
+    /// `queueMicrotask(callback)`.
+    #[wasm_bindgen(js_name = queueMicrotask)]
+    pub fn queue_microtask(callback: &Function);
+}

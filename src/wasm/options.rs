@@ -1,0 +1,199 @@
+//! Options in: an options object is read once (a getter or Proxy trap runs
+//! once, and what it throws becomes a `TypeError`), each value is classified
+//! for the core, which validates it, and the merged options view
+//! (`retryer.options`) is built beside the policy.
+
+use alloc::rc::Rc;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cell::RefCell;
+
+use js_sys::{Object, Reflect};
+use wasm_bindgen::JsValue;
+
+use super::budget;
+use super::errors;
+use super::js;
+use super::values::{self, with_raw};
+use crate::core::budget::Budget;
+use crate::core::options::{self as core_options, Opt, OptionError, Policy, Throw, INITIAL_FIELDS};
+
+/// One option as given: its name, what the core calls it, and its value.
+pub struct Given {
+    pub opt: Opt,
+    pub value: JsValue,
+}
+
+/// What a call's options bring besides the policy.
+#[derive(Default)]
+pub struct Extras {
+    /// `budget` was given: the budget, or `None` when set to `undefined`.
+    pub budget: Option<Option<Rc<RefCell<Budget>>>>,
+    /// `initialState.lastResult` and `.lastError`, when given.
+    pub last_result: Option<JsValue>,
+    pub last_error: Option<JsValue>,
+    /// `key` was given.
+    pub key: Option<JsValue>,
+}
+
+/// Reads `options` once: its own enumerable keys, then each value, in
+/// order. `undefined` reads as no options; anything else that is not an
+/// object, an unknown name, or a read that throws is a `TypeError`.
+pub fn read(options: &JsValue) -> Result<Vec<Given>, JsValue> {
+    if options.is_undefined() {
+        return Ok(Vec::new());
+    }
+    if !options.is_object() || options.is_function() {
+        return Err(errors::type_error(
+            &["options must be an object; got ", &values::show(options)].concat(),
+        ));
+    }
+    let keys =
+        js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
+    let mut given = Vec::with_capacity(keys.length() as usize);
+    for key in keys.iter() {
+        let name: String = key.as_string().unwrap_or_default();
+        let value = values::get_key(options, &key)
+            .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
+        let Some(opt) = Opt::from_name(&name) else {
+            return Err(errors::unknown_option(&name, &value));
+        };
+        given.push(Given { opt, value });
+    }
+    Ok(given)
+}
+
+/// Applies `given` to `policy` (a copy of the current one, or the
+/// defaults), entry by entry, then the cross-option checks. A refused value
+/// is an `Err` naming it; the caller keeps its old policy then.
+pub fn apply(policy: &mut Policy, given: &[Given]) -> Result<Extras, JsValue> {
+    let mut extras = Extras::default();
+    for g in given {
+        let set = with_raw(&g.value, |raw| policy.set(g.opt, raw));
+        set.map_err(|e| errors::option_error(e, &g.value))?;
+        match g.opt {
+            Opt::Intervals if policy.intervals.is_some() => intervals(policy, &g.value)?,
+            Opt::InitialState if g.value.is_object() => {
+                initial_state(policy, &g.value, &mut extras)?
+            }
+            Opt::Budget => extras.budget = Some(budget::of(&g.value)),
+            Opt::Key => extras.key = Some(g.value.clone()),
+            _ => {}
+        }
+    }
+    policy.finish().map_err(|e: OptionError| {
+        let value = given
+            .iter()
+            .rev()
+            .find(|g| g.opt == e.opt)
+            .map_or(JsValue::UNDEFINED, |g| g.value.clone());
+        errors::option_error(e, &value)
+    })?;
+    Ok(extras)
+}
+
+fn intervals(policy: &mut Policy, list: &JsValue) -> Result<(), JsValue> {
+    let len = values::length_of(list).unwrap_or(0);
+    for i in 0..len {
+        let entry =
+            Reflect::get_u32(list, i).map_err(|e| errors::unreadable("option 'intervals'", &e))?;
+        with_raw(&entry, |raw| policy.push_interval(i, raw))
+            .map_err(|e| errors::option_error(e, list))?;
+    }
+    Ok(())
+}
+
+fn initial_state(policy: &mut Policy, state: &JsValue, extras: &mut Extras) -> Result<(), JsValue> {
+    for (field, name) in INITIAL_FIELDS.iter().enumerate() {
+        let value = values::get(state, name)
+            .map_err(|e| errors::unreadable("option 'initialState'", &e))?;
+        // lastResult and lastError may be any value: only presence matters.
+        let shown = if field >= 3 && !value.is_undefined() {
+            JsValue::NULL
+        } else {
+            value.clone()
+        };
+        with_raw(&shown, |raw| policy.set_initial(field as u32, raw))
+            .map_err(|e| errors::option_error(e, state))?;
+        match field {
+            3 => extras.last_result = Some(value),
+            4 => extras.last_error = Some(value),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Defaults as `retryer.options` shows them; the numbers are the core's.
+fn default_of(opt: Opt) -> Option<JsValue> {
+    Some(match opt {
+        Opt::Backoff => values::key_of("exponential"),
+        Opt::BaseWait => core_options::DEFAULT_BASE_WAIT.into(),
+        Opt::Enabled => JsValue::TRUE,
+        Opt::Jitter => core_options::DEFAULT_JITTER.into(),
+        Opt::MaxAttempts => core_options::DEFAULT_MAX_ATTEMPTS.into(),
+        Opt::MaxExecutionTime => core_options::DEFAULT_MAX_EXECUTION_TIME.into(),
+        Opt::MaxTotalExecutionTime => core_options::DEFAULT_MAX_TOTAL_EXECUTION_TIME.into(),
+        Opt::MaxWait => core_options::DEFAULT_MAX_WAIT.into(),
+        Opt::ThrowOnError => values::key_of("last"),
+        _ => return None,
+    })
+}
+
+/// The options with a default, in the order `retryer.options` lists them.
+const WITH_DEFAULTS: [Opt; 9] = [
+    Opt::Backoff,
+    Opt::BaseWait,
+    Opt::Enabled,
+    Opt::Jitter,
+    Opt::MaxAttempts,
+    Opt::MaxExecutionTime,
+    Opt::MaxTotalExecutionTime,
+    Opt::MaxWait,
+    Opt::ThrowOnError,
+];
+
+thread_local! {
+    /// The defaults as `retryer.options` shows them, copied into each new
+    /// view in one call.
+    static DEFAULTS: JsValue = {
+        let defaults = Object::new();
+        for opt in WITH_DEFAULTS {
+            if let Some(d) = default_of(opt) {
+                let _ = values::set(&defaults, opt.name(), &d);
+            }
+        }
+        defaults.into()
+    };
+}
+
+/// The merged options view: `base` (the previous view, or none for a new
+/// retryer, which starts from the defaults) with `given` over it; an option
+/// set to `undefined` falls back to its default or disappears. Its
+/// `throwOnError` is the one the core applies (`false` when `onError` is
+/// given and `throwOnError` is not).
+pub fn view(base: Option<&JsValue>, given: &[Given], policy: &Policy) -> Result<Object, JsValue> {
+    let view = Object::new();
+    let set = |name: &'static str, value: &JsValue| values::set(&view, name, value);
+    let base = match base {
+        Some(b) => b.clone(),
+        None => DEFAULTS.with(JsValue::clone),
+    };
+    js::object_assign(&view, &base).map_err(|e| errors::unreadable("retryer.options", &e))?;
+    for g in given {
+        if !g.value.is_undefined() {
+            set(g.opt.name(), &g.value)?;
+        } else if let Some(d) = default_of(g.opt) {
+            set(g.opt.name(), &d)?;
+        } else {
+            Reflect::delete_property(&view, &values::key_of(g.opt.name()))?;
+        }
+    }
+    let throw = match policy.throw_mode() {
+        Throw::Last => values::key_of("last"),
+        Throw::Always => JsValue::TRUE,
+        Throw::Never => JsValue::FALSE,
+    };
+    set(Opt::ThrowOnError.name(), &throw)?;
+    Ok(view)
+}
