@@ -321,7 +321,7 @@ if (ratioRows.length) {
     const g = ratios[c]?.settleFloorVsFastestPeer;
     if (g != null) log(`  ${c}: the settlable floor (a promise that can settle before the function's, plus the 2 reads) is ${fmtRatio(g)} the fastest peer here`);
   }
-  if (perCallCases.includes('success')) log('  success: both floors bound the AsyncRetryer row; the asyncRetry row reads no clock (its time fields cannot be read)');
+  if (perCallCases.includes('success')) log('  success: both floors bound both retry-wasm rows (each success reads the clock twice)');
 } else {
   log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {

@@ -10,7 +10,7 @@
 // If none can be imported, the harness prints a note and skips the column.
 
 import { createRequire } from 'node:module';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import path from 'node:path';
 
@@ -32,7 +32,7 @@ export function resolveRetryWasm() {
       const req = createRequire(path.join(CONSUMER_DIR, 'noop.js'));
       const resolved = req.resolve('retry-wasm');
       // npm run bench rebuilds the repo's pkg/ but does not repack: say so
-      // when the installed package's engine or front differs from the
+      // when the installed package's engine, glue or entry differs from the
       // repo's (by content: a rebuild that changed nothing is not stale).
       let from = 'packed tarball in .consumer/node_modules';
       if (packedDiffers(path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm'))) {
@@ -82,7 +82,7 @@ function firstLine(e) {
 
 /** Whether the package installed at `dir` differs from the repo's pkg/ and js/. */
 function packedDiffers(dir) {
-  const files = ['pkg/wasm-bytes.js', 'js/index.js', ...readdirSync(path.join(REPO_ROOT, 'js', 'front')).map((f) => `js/front/${f}`)];
+  const files = ['pkg/wasm-bytes.js', 'pkg/retry_wasm.js', 'js/index.js'];
   const read = (root, f) => (existsSync(path.join(root, f)) ? readFileSync(path.join(root, f)) : null);
   return files.some((f) => {
     const a = read(REPO_ROOT, f);

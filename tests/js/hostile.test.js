@@ -366,9 +366,9 @@ function verdictOptionsArg(v) {
 
 // ------------------------------------------------------------ known bugs
 
-// Values that make `classify()` (js/front/values.js, "never throws, whatever
-// `v` is") throw: `Array.isArray` throws on a revoked Proxy, and `v.length`
-// runs an array Proxy's `get` trap.
+// Values whose mere inspection runs user code or throws: `Array.isArray`
+// throws on a revoked Proxy, and reading `length` runs an array Proxy's
+// `get` trap.
 const CLASSIFY_BREAKERS = new Set(['revoked Proxy', 'revoked array Proxy', 'array Proxy, traps throw'])
 // Objects whose property reads throw.
 const THROWING_OBJECTS = new Set(['getters throw', 'Proxy, traps throw', 'array Proxy, traps throw', 'only a throwing maxTokens getter'])

@@ -8,18 +8,16 @@
 //              within 2 MB of the figure after warm-up
 //            node --expose-gc cases/retryers.mjs dispose|finalizer|crowd
 //              200,000 short-lived retryers freed by Symbol.dispose or only
-//              by the FinalizationRegistry: within 2 MB, no engine slot left;
-//              crowd: no gc() in the loop, at most 1,024 engine slots held
+//              by the FinalizationRegistry: within 2 MB, and the engine's
+//              table of JavaScript values does not grow with them; crowd:
+//              no gc() in the loop, only event-loop turns
 //   flows    node --expose-gc cases/flows.mjs
 //              10,000 concurrent flows: the engine's memory per flow within
-//              240 B (its slot), first attempts in flight and waiting
+//              a bound, first attempts in flight and waiting
 //   settled  node --expose-gc cases/settled.mjs
 //              flows that end every way, on retryers kept alive: nothing
 //              the state does not show (arguments, a thrown callback error,
 //              an invalid option answer) stays reachable
-//   handles  node --expose-gc cases/handles.mjs
-//              retryers that die while queued to be parked: the numbers
-//              they leave in the queue park nothing else (the template)
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
 //   exit     node cases/exit/*.mjs
@@ -31,7 +29,7 @@
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
 //
-//   node tests/leaks/run.mjs [--only executions,retryers,flows,settled,handles,signal,exit]
+//   node tests/leaks/run.mjs [--only executions,retryers,flows,settled,signal,exit]
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -143,7 +141,6 @@ const CASES = [
   gcCase('executions', 'executions.mjs', 'success'),
   gcCase('flows', 'flows.mjs'),
   gcCase('settled', 'settled.mjs'),
-  gcCase('handles', 'handles.mjs'),
   gcCase('signal', 'signal.mjs'),
   exitCase('baseline.mjs'),
   exitCase('deadlines.mjs'),

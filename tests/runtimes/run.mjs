@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs the same smoke test (fixtures/check.mjs) against the installed package
-// in every runtime SPEC §0 names: Node main thread, Node worker_threads, Deno,
-// Bun, and headless Chromium (a page with an import map, and a module Web
+// in every runtime SPEC §0 names: Node main thread, Node worker_threads, Deno
+// (main and a module Worker), Bun, and headless Chromium (a page with an import map, and a module Web
 // Worker). Usage: node tests/runtimes/run.mjs [--only node,deno,...]
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -108,15 +108,15 @@ export async function main() {
   const jobs = [];
   if (want('node')) jobs.push(processRuntime('node', process.execPath, [smoke, 'node'], consumer));
   if (want('node-worker')) jobs.push(processRuntime('node-worker', process.execPath, [path.join(dir, 'node-worker.mjs')], consumer));
-  if (want('deno'))
-    jobs.push(
-      processRuntime('deno', path.join(BIN, 'deno'), ['run', '-A', smoke, 'deno'], consumer, {
-        DENO_NO_UPDATE_CHECK: '1',
-        DENO_NO_PROMPT: '1',
-        DENO_DIR: path.join(consumer, '.deno-cache'),
-        NO_COLOR: '1',
-      }),
-    );
+  const denoEnv = {
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_NO_PROMPT: '1',
+    DENO_DIR: path.join(consumer, '.deno-cache'),
+    NO_COLOR: '1',
+  };
+  if (want('deno')) jobs.push(processRuntime('deno', path.join(BIN, 'deno'), ['run', '-A', smoke, 'deno'], consumer, denoEnv));
+  if (want('deno-worker'))
+    jobs.push(processRuntime('deno-worker', path.join(BIN, 'deno'), ['run', '-A', path.join(dir, 'deno-worker.mjs')], consumer, denoEnv));
   if (want('bun')) jobs.push(processRuntime('bun', path.join(BIN, 'bun'), [smoke, 'bun'], consumer, { NO_COLOR: '1' }));
   // Run the subprocess runtimes in parallel (2 cores), then the browser.
   const results = await Promise.all(jobs);

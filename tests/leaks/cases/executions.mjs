@@ -1,12 +1,13 @@
 // Leak test 1: 1,000,000 sequential executions on one retryer keep memory
-// flat (JS heap + wasm memory within LIMIT of the figure after warm-up).
+// flat (JS heap + wasm memory within LIMIT of the figure after warm-up), and
+// the engine's table of JavaScript values does not grow.
 //
 //   node --expose-gc executions.mjs success     every attempt succeeds
 //   node --expose-gc executions.mjs fail-once   each flow fails once (a fresh
 //                                               rejected object), baseWait 0,
 //                                               then succeeds
 import { AsyncRetryer } from 'retry-wasm';
-import { MB, check, describe, fmtDelta, liveHandles, memoryChange, report, settle, snapshot } from './lib.mjs';
+import { MB, check, describe, fmtDelta, heldSlots, memoryChange, report, settle, snapshot } from './lib.mjs';
 
 const variant = process.argv[2];
 check(variant === 'success' || variant === 'fail-once', `usage: executions.mjs success|fail-once (got ${variant})`);
@@ -33,6 +34,7 @@ const t0 = performance.now();
 await run(WARMUP, 0);
 await settle();
 const start = snapshot();
+const slotsBefore = heldSlots();
 console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up executions`, start));
 
 const per = Math.ceil(N / CHECKPOINTS);
@@ -57,7 +59,8 @@ if (variant === 'fail-once') check(calls === 2 * (WARMUP + N), `fn called ${call
 
 const change = memoryChange(start, end);
 const { delta } = change;
-const ok = delta <= LIMIT;
+const slotsAfter = heldSlots();
+const ok = delta <= LIMIT && slotsAfter === slotsBefore;
 report(
   name,
   ok,
@@ -65,8 +68,9 @@ report(
     executions: N,
     ...change,
     trend,
-    engineRetryers: liveHandles(),
+    heldSlotsBefore: slotsBefore,
+    heldSlotsAfter: slotsAfter,
     secs: Number(secs.toFixed(1)),
   },
-  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; ${secs.toFixed(1)} s`,
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine value table ${slotsBefore} -> ${slotsAfter} slots; ${secs.toFixed(1)} s`,
 );

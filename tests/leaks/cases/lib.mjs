@@ -4,9 +4,8 @@
 // Memory is measured as JS heap (heapUsed after gc()) + array buffers + the
 // engine's WebAssembly.Memory. Node does not count wasm memory in
 // process.memoryUsage().arrayBuffers, so the wasm size is read from the
-// memory buffer itself, through the installed package's engine module (the
-// same module instance 'retry-wasm' loaded: same file URL). Wasm memory never
-// shrinks, so its figure is a high-water mark.
+// memory buffer itself. Wasm memory never shrinks, so its figure is a
+// high-water mark.
 
 export const PACKAGE = 'retry-wasm';
 export const MB = 1024 * 1024;
@@ -17,8 +16,14 @@ if (!entry.includes(`/.consumer/node_modules/${PACKAGE}/`)) {
   throw new Error(`'${PACKAGE}' resolved to ${entry}, not into .consumer/node_modules`);
 }
 
-// Internal, read only: the engine module of the installed package.
-const internal = await import(new URL('./front/engine.js', entry)).catch(() => null);
+// Read only: the wasm-bindgen glue of the installed package, the same module
+// instance 'retry-wasm' loaded (same file URL). Once instantiated, its
+// `initSync()` returns the module's exports: its memory, and the table of
+// JavaScript values the engine holds.
+// The package first: its entry instantiates the module.
+await import(PACKAGE);
+const glue = await import(new URL('../pkg/retry_wasm.js', entry));
+const engine = glue.initSync();
 
 export const turn = () => new Promise((r) => setImmediate(r));
 
@@ -33,13 +38,19 @@ export async function settle(rounds = 6) {
   globalThis.gc();
 }
 
-/** Bytes of the engine's linear memory, or NaN when it cannot be read. */
+/** Bytes of the engine's linear memory (it grows, never shrinks). */
 export function wasmBytes() {
-  try {
-    return internal.cells().buffer.byteLength;
-  } catch {
-    return NaN;
-  }
+  return engine.memory.buffer.byteLength;
+}
+
+/**
+ * Slots of the engine's table of JavaScript values (wasm-bindgen's externref
+ * table). It grows when the engine holds more values at once than ever
+ * before and never shrinks, so a retryer or flow whose values the engine
+ * kept would make it grow with the count.
+ */
+export function heldSlots() {
+  return engine.__wbindgen_externrefs.length;
 }
 
 /** Memory now (call settle() first). */
@@ -52,27 +63,6 @@ export function snapshot() {
     wasm,
     total: m.heapUsed + m.arrayBuffers + (Number.isNaN(wasm) ? 0 : wasm),
   };
-}
-
-/**
- * How many retryers the engine holds (handles h >= 1 with state cells), or
- * NaN if the engine does not expose `cells(h)`. Scans up to `limit`, or
- * until `gap` consecutive empty handles when no limit is given.
- */
-export function liveHandles({ limit = Infinity, gap = 20_000 } = {}) {
-  const cellsOf = internal?.engine?.cells;
-  if (typeof cellsOf !== 'function') return NaN;
-  let live = 0;
-  let empty = 0;
-  for (let h = 1; h <= limit && empty < gap; h++) {
-    if (cellsOf(h) !== 0) {
-      live++;
-      empty = 0;
-    } else if (limit === Infinity) {
-      empty++;
-    }
-  }
-  return live;
 }
 
 /** The figures every memory case reports, from two `snapshot()`s. */
