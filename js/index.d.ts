@@ -8,7 +8,19 @@ export type AnyAsyncFunction = (...args: any[]) => any;
 export type AbortReason = 'manual' | 'new-execution' | 'execution-timeout' | 'total-timeout' | 'signal';
 
 /** Why a flow ended in failure. */
-export type GiveUpReason = 'attempts-exhausted' | 'not-retryable' | 'execution-timeout' | 'budget-exhausted';
+export type GiveUpReason = 'attempts-exhausted' | 'not-retryable' | 'execution-timeout' | 'budget-exhausted' | 'nested';
+
+/** What `onBackoff` is told about a wait that starts. */
+export interface BackoffInfo {
+  /** ms the wait lasts (0: the next attempt starts at once). */
+  delay: number;
+  /** The attempt that failed. */
+  attempt: number;
+  /** What it failed with, as it was. */
+  error: unknown;
+  /** ms since `execute()`. */
+  elapsed: number;
+}
 
 /** `status` of a retryer. */
 export type AsyncRetryerStatus = 'disabled' | 'idle' | 'executing' | 'retrying';
@@ -106,6 +118,16 @@ export interface AsyncRetryerOptions<TFn extends AnyAsyncFunction> {
   seed?: number;
   /** A timed-out attempt counts as a failed attempt and the flow retries. @default false */
   retryOnExecutionTimeout?: boolean;
+  /**
+   * Started inside another retryer's running attempt, `'passthrough'` makes
+   * one attempt and hands its failure straight back (no wait, no `onRetry`,
+   * `onGiveUp` reason `'nested'`). @default 'retry'
+   */
+  nested?: 'retry' | 'passthrough';
+  /** `false`: every retryer started inside this one's attempts passes through, whatever it says. @default true */
+  innerRetries?: boolean;
+  /** A wait of `delay` ms starts after failed attempt `attempt`; after `onRetry`. */
+  onBackoff?: (info: BackoffInfo, retryer: AsyncRetryer<TFn>) => void;
 }
 
 /** A listener of state changes, as a function or an observer. */
@@ -198,6 +220,37 @@ export declare function asyncRetryerOptions<
   TFn extends AnyAsyncFunction = AnyAsyncFunction,
   TOptions extends Partial<AsyncRetryerOptions<TFn>> = Partial<AsyncRetryerOptions<TFn>>,
 >(options: TOptions): TOptions;
+
+/** Options of `retryFetch`: every `AsyncRetryer` option but `throwOnError`, and the HTTP ones. */
+export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch>, 'throwOnError'> {
+  /** Methods sent again; POST and PATCH also when the request has an `Idempotency-Key` header. @default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'] */
+  methods?: readonly string[];
+  /** Statuses that make an attempt fail (then retried, or returned when retries run out). @default [408, 429, 500, 502, 503, 504] */
+  statusCodes?: readonly number[];
+  /** Statuses whose `Retry-After` (delta-seconds or HTTP-date) sets the wait. @default [413, 429, 503] */
+  afterStatusCodes?: readonly number[];
+  /** The longest wait a `Retry-After` may ask for, in ms; the total deadline still holds. @default Infinity */
+  maxRetryAfter?: number;
+  /** The `fetch` wrapped. @default globalThis.fetch, looked up per call */
+  fetch?: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+}
+
+/** The error a failing response stands for in callbacks, `shouldRetry` and `retryAfter`. */
+export interface HTTPError extends Error {
+  name: 'HTTPError';
+  status: number;
+  response: Response;
+}
+
+/**
+ * `fetch` with retries, with `fetch`'s own signature: resolves a `Response`
+ * (the last one when retries run out on a retryable status), rejects as
+ * `fetch` does (a network `TypeError`, the caller's abort reason). Each call
+ * is its own flow. Defaults: `maxAttempts: 3`, `baseWait: 300`, `jitter: 'full'`.
+ */
+export declare function retryFetch(
+  options?: RetryFetchOptions,
+): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
 
 /** ms to wait per a Retry-After value (delta-seconds or HTTP-date) from a string, Headers or Response; `undefined` if absent, invalid or negative. */
 export declare function parseRetryAfter(

@@ -4,7 +4,7 @@
 // before anything is exported (so importing is all a user does), binds the
 // retryer's methods as @tanstack/pacer's are, and re-exports what
 // wasm-bindgen generated. Types are in index.d.ts.
-import { initSync, AsyncRetryer, RetryBudget, parseRetryAfter } from '../pkg/retry_wasm.js';
+import { initSync, AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/retry_wasm.js';
 import base64 from '../pkg/wasm-bytes.js';
 
 /** The module's bytes: base64, then inflated (the build deflates them). */
@@ -45,7 +45,7 @@ Object.defineProperty(AsyncRetryer.prototype, 'store', {
   configurable: true,
 });
 
-export { AsyncRetryer, RetryBudget, parseRetryAfter };
+export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch };
 
 /** Wraps `fn` in one retryer and returns its bound `execute`: overlapping calls share that retryer, so a new call aborts the previous flow. */
 export function asyncRetry(fn, initialOptions) {

@@ -19,15 +19,17 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { deflateRawSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = join(root, 'pkg');
 const stampFile = join(pkg, '.stamp');
-const cargoOut = join(root, 'target/wasm32-unknown-unknown/release/retry_wasm.wasm');
-const bindgenOut = join(root, 'target/bindgen');
+// Cargo puts its output under CARGO_TARGET_DIR when that is set.
+const target = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(root, 'target');
+const cargoOut = join(target, 'wasm32-unknown-unknown/release/retry_wasm.wasm');
+const bindgenOut = join(target, 'bindgen');
 
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });

@@ -70,6 +70,8 @@ pub enum GiveUp {
     NotRetryable = 1,
     ExecutionTimeout = 2,
     BudgetExhausted = 3,
+    /// Started inside another retryer's attempt and passing through.
+    Nested = 4,
 }
 
 impl GiveUp {
@@ -80,6 +82,7 @@ impl GiveUp {
             GiveUp::NotRetryable => "not-retryable",
             GiveUp::ExecutionTimeout => "execution-timeout",
             GiveUp::BudgetExhausted => "budget-exhausted",
+            GiveUp::Nested => "nested",
         }
     }
 
@@ -91,6 +94,7 @@ impl GiveUp {
             GiveUp::NotRetryable,
             GiveUp::ExecutionTimeout,
             GiveUp::BudgetExhausted,
+            GiveUp::Nested,
         ]
         .get(code as usize)
         .copied()
@@ -182,6 +186,14 @@ pub enum Effect {
     /// Run callback `cb`; `arg` is the attempt for `onRetry`, the
     /// [`AbortReason`] for `onAbort`, the [`GiveUp`] for `onGiveUp`.
     Call { gen: u32, cb: Cb, arg: u32 },
+    /// A wait of `delay` ms starts after failed attempt `attempt`, `elapsed`
+    /// ms after `execute()` (`onBackoff`; a `delay` of 0 retries at once).
+    Backoff {
+        gen: u32,
+        attempt: u32,
+        delay: f64,
+        elapsed: f64,
+    },
     /// Evaluate an option's function and answer with `provide`.
     Eval { gen: u32, what: Eval, attempt: u32 },
     /// Start listening to the outside `signal`.
@@ -203,6 +215,7 @@ impl Effect {
             | Effect::StartTimer { gen, .. }
             | Effect::AbortAttempt { gen, .. }
             | Effect::Call { gen, .. }
+            | Effect::Backoff { gen, .. }
             | Effect::Eval { gen, .. }
             | Effect::Listen { gen }
             | Effect::Unlisten { gen }

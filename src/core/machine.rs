@@ -17,7 +17,7 @@ use alloc::vec::Vec;
 use super::backoff::{self, Backoff, Jitter};
 use super::budget::Budgets;
 use super::effect::{AbortReason, Effect, Eval, GiveUp, Outcome, Provided, Timer, TIMERS};
-use super::options::{check_max_attempts, Cb, Flag, Num, Policy, Throw};
+use super::options::{check_max_attempts, Cb, Flag, Nested, Num, Policy, Throw};
 use super::random::Rng;
 use super::state::{State, Status};
 
@@ -76,6 +76,12 @@ struct Flow {
     /// `Option<f64>` would make every retryer 8 bytes larger).
     prev_delay: f64,
     listening: bool,
+    /// Started inside another retryer's running attempt and passing
+    /// through: one attempt, its failure handed straight back.
+    passthrough: bool,
+    /// Retryers started inside this flow's attempts must pass through (an
+    /// enclosing flow, or this retryer, has `innerRetries: false`).
+    forbids_inner: bool,
 }
 
 /// A queued item: an effect for the host, or a step the machine takes
@@ -120,6 +126,7 @@ impl Step {
                 Effect::Invoke { .. }
                     | Effect::StartTimer { .. }
                     | Effect::Call { .. }
+                    | Effect::Backoff { .. }
                     | Effect::Eval { .. }
                     | Effect::Listen { .. }
                     | Effect::AbortAttempt { .. }
@@ -136,6 +143,7 @@ struct PendingStart {
     gen: u32,
     now: f64,
     outside_aborted: bool,
+    inside: Option<bool>,
 }
 
 /// The retry state machine of one retryer.
@@ -250,6 +258,12 @@ impl Machine {
             && self.armed_bits == 0
     }
 
+    /// Whether retryers started inside the active flow's attempts must pass
+    /// through (see [`Machine::execute_within`]).
+    pub fn forbids_inner(&self) -> bool {
+        self.flow.as_ref().is_some_and(|f| f.forbids_inner)
+    }
+
     /// The attempt the active flow is at (during a wait, the one that
     /// failed); `None` without an active flow.
     pub fn attempt(&self) -> Option<u32> {
@@ -345,12 +359,23 @@ impl Machine {
         None
     }
 
-    /// `execute()`: returns the generation of the new flow.
+    /// `execute()` outside any retryer's attempt: returns the generation of
+    /// the new flow.
     pub fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
+        self.execute_within(now, outside_aborted, None)
+    }
+
+    /// `execute()` of a flow started inside another retryer's running
+    /// attempt when `inside` is `Some(forbids)` (`forbids`: that flow makes
+    /// every retryer inside it pass through). Such a flow passes through
+    /// when it `forbids` or this retryer's `nested` is `'passthrough'`: it
+    /// makes one attempt and hands its failure straight back (`onGiveUp`
+    /// reason `'nested'`, always a rejection), so one layer owns retries.
+    pub fn execute_within(&mut self, now: f64, outside_aborted: bool, inside: Option<bool>) -> u32 {
         self.last_gen = self.last_gen.wrapping_add(1);
         let gen = self.last_gen;
         if !outside_aborted && self.starts_plainly() {
-            self.start_plainly(gen, now);
+            self.start_plainly(gen, now, inside);
             return gen;
         }
         if let Some(old) = self.pending_start.take() {
@@ -360,7 +385,7 @@ impl Machine {
             });
         }
         match self.policy.enabled {
-            Flag::Static(true) => self.start(gen, now, outside_aborted),
+            Flag::Static(true) => self.start(gen, now, outside_aborted, inside),
             Flag::Static(false) => self.emit(Effect::Finish {
                 gen,
                 outcome: Outcome::Undefined,
@@ -370,6 +395,7 @@ impl Machine {
                     gen,
                     now,
                     outside_aborted,
+                    inside,
                 }));
                 self.emit(Effect::Eval {
                     gen,
@@ -524,7 +550,7 @@ impl Machine {
                         let enabled = matches!(v, Provided::Bool(true));
                         self.set_enabled_hint(enabled);
                         if enabled {
-                            self.start(gen, pending.now, pending.outside_aborted);
+                            self.start(gen, pending.now, pending.outside_aborted, pending.inside);
                         } else {
                             self.emit(Effect::Finish {
                                 gen,
@@ -630,8 +656,8 @@ impl Machine {
     }
 
     /// `start` and `begin_attempt(1)` when `starts_plainly`.
-    fn start_plainly(&mut self, gen: u32, now: f64) {
-        self.open_flow(gen, now);
+    fn start_plainly(&mut self, gen: u32, now: f64, inside: Option<bool>) {
+        self.open_flow(gen, now, inside);
         self.state.version = self.state.version.wrapping_add(1);
         self.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
     }
@@ -639,8 +665,11 @@ impl Machine {
     /// Flow `gen`, started at `now`, becomes the active one, at attempt 1.
     /// Inlined: the plain start is a hot path.
     #[inline(always)]
-    fn open_flow(&mut self, gen: u32, now: f64) {
+    fn open_flow(&mut self, gen: u32, now: f64, inside: Option<bool>) {
         self.last_started = gen;
+        let p = &*self.policy;
+        let passthrough = inside.is_some_and(|forbids| forbids || p.nested == Nested::Passthrough);
+        let forbids_inner = inside.unwrap_or(false) || !p.inner_retries;
         let s = &mut self.state;
         s.is_executing = true;
         s.current_attempt = 1;
@@ -653,6 +682,8 @@ impl Machine {
             deadline: now + self.policy.max_total_execution_time,
             prev_delay: -1.0,
             listening: self.policy.signal,
+            passthrough,
+            forbids_inner,
         });
     }
 
@@ -662,7 +693,7 @@ impl Machine {
         !self.listeners && !self.expanding && self.head.is_none() && self.queue.is_empty()
     }
 
-    fn start(&mut self, gen: u32, now: f64, outside_aborted: bool) {
+    fn start(&mut self, gen: u32, now: f64, outside_aborted: bool, inside: Option<bool>) {
         if let Some(old) = self.flow.take() {
             self.abort_flow(old, AbortReason::NewExecution);
         }
@@ -674,7 +705,7 @@ impl Machine {
             });
             return;
         }
-        self.open_flow(gen, now);
+        self.open_flow(gen, now, inside);
         let total = self.policy.max_total_execution_time;
         if self.policy.signal {
             self.emit(Effect::Listen { gen });
@@ -798,7 +829,10 @@ impl Machine {
         self.call(gen, Cb::LastError, 0);
         self.call(gen, Cb::GiveUp, reason as u32);
         self.call(gen, Cb::Settled, 0);
+        // A flow passing through hands its failure back whatever
+        // throwOnError says: resolving `undefined` would read as a success.
         let outcome = match self.policy.throw_mode() {
+            _ if reason == GiveUp::Nested => Outcome::Reject,
             Throw::Last | Throw::Always => Outcome::Reject,
             Throw::Never => Outcome::Undefined,
         };
@@ -821,13 +855,22 @@ impl Machine {
             g.awaiting = Some(what);
             Step::Out(Effect::Eval { gen, what, attempt })
         };
-        if policy.should_retry && g.should_retry.is_none() {
+        if flow.passthrough && g.decided.is_none() {
+            // The enclosing flow owns the retry, and counts the failure
+            // against any budget it shares.
+            g.decided = Some(Some(GiveUp::Nested));
+        }
+        if policy.should_retry && g.decided.is_none() && g.should_retry.is_none() {
             let step = ask(g, Eval::ShouldRetry);
             self.push(step);
             return;
         }
         let should = g.should_retry.unwrap_or(true);
-        if should && policy.max_attempts == Num::Dynamic && g.max_attempts.is_none() {
+        if should
+            && g.decided.is_none()
+            && policy.max_attempts == Num::Dynamic
+            && g.max_attempts.is_none()
+        {
             let step = ask(g, Eval::MaxAttempts);
             self.push(step);
             return;
@@ -955,6 +998,18 @@ impl Machine {
             self.total_timeout();
             return;
         }
+        let elapsed = (decided_at - flow.started).max(0.0);
+        if self.policy.has(Cb::Backoff) {
+            self.emit(Effect::Backoff {
+                gen,
+                attempt,
+                delay,
+                elapsed,
+            });
+        }
+        let Some(flow) = self.flow.as_mut() else {
+            return;
+        };
         if delay <= 0.0 {
             self.begin_attempt(attempt.saturating_add(1));
             return;

@@ -4,13 +4,14 @@
 //! fake clock and fixed random numbers: option validation ([`options`]),
 //! delay schedules ([`backoff`]), the jitter generator ([`random`]), the
 //! observable state ([`state`]), the shared retry budget ([`budget`]), the
-//! `Retry-After` parser ([`retry_after`]) and the state machine that ties
-//! them together ([`machine`]), which talks to its host only through
-//! [`effect`]s.
+//! `Retry-After` parser ([`retry_after`]), what `retryFetch` decides about
+//! HTTP ([`http`]) and the state machine that ties them together
+//! ([`machine`]), which talks to its host only through [`effect`]s.
 
 pub mod backoff;
 pub mod budget;
 pub mod effect;
+pub mod http;
 pub mod machine;
 pub mod options;
 pub mod random;

@@ -58,10 +58,13 @@ pub enum Opt {
     Budget,
     Seed,
     RetryOnExecutionTimeout,
+    Nested,
+    InnerRetries,
+    OnBackoff,
 }
 
 /// Every option, in discriminant order.
-pub const ALL_OPTS: [Opt; 28] = [
+pub const ALL_OPTS: [Opt; 31] = [
     Opt::MaxAttempts,
     Opt::Backoff,
     Opt::BaseWait,
@@ -90,6 +93,9 @@ pub const ALL_OPTS: [Opt; 28] = [
     Opt::Budget,
     Opt::Seed,
     Opt::RetryOnExecutionTimeout,
+    Opt::Nested,
+    Opt::InnerRetries,
+    Opt::OnBackoff,
 ];
 
 impl Opt {
@@ -135,6 +141,9 @@ impl Opt {
             Opt::Budget => "budget",
             Opt::Seed => "seed",
             Opt::RetryOnExecutionTimeout => "retryOnExecutionTimeout",
+            Opt::Nested => "nested",
+            Opt::InnerRetries => "innerRetries",
+            Opt::OnBackoff => "onBackoff",
         }
     }
 
@@ -150,6 +159,7 @@ impl Opt {
             Opt::OnExecutionTimeout => Cb::ExecutionTimeout,
             Opt::OnTotalExecutionTimeout => Cb::TotalExecutionTimeout,
             Opt::OnGiveUp => Cb::GiveUp,
+            Opt::OnBackoff => Cb::Backoff,
             _ => return None,
         })
     }
@@ -169,6 +179,7 @@ pub enum Cb {
     ExecutionTimeout,
     TotalExecutionTimeout,
     GiveUp,
+    Backoff,
 }
 
 impl Cb {
@@ -188,6 +199,7 @@ impl Cb {
             Cb::ExecutionTimeout => Opt::OnExecutionTimeout,
             Cb::TotalExecutionTimeout => Opt::OnTotalExecutionTimeout,
             Cb::GiveUp => Opt::OnGiveUp,
+            Cb::Backoff => Opt::OnBackoff,
         }
     }
 }
@@ -248,6 +260,7 @@ pub enum Expect {
     RetryBudget,
     AbortSignal,
     NumberOrFunction,
+    NestedValue,
 }
 
 impl Expect {
@@ -277,6 +290,7 @@ impl Expect {
             Expect::RetryBudget => "a RetryBudget",
             Expect::AbortSignal => "an AbortSignal",
             Expect::NumberOrFunction => "a number or a function",
+            Expect::NestedValue => "'retry' or 'passthrough'",
         }
     }
 }
@@ -325,6 +339,16 @@ pub enum Num {
 pub enum Flag {
     Static(bool),
     Dynamic,
+}
+
+/// What a retryer does when started inside another retryer's running
+/// attempt (`nested`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nested {
+    /// Retries as always (the default: drop-in behaviour).
+    Retry,
+    /// Makes one attempt and hands its failure straight back.
+    Passthrough,
 }
 
 /// `throwOnError` as set by the user.
@@ -386,6 +410,11 @@ pub struct Policy {
     pub seed: Option<f64>,
     /// `retryOnExecutionTimeout` (default false).
     pub retry_on_execution_timeout: bool,
+    /// `nested` (default `'retry'`).
+    pub nested: Nested,
+    /// `innerRetries` (default true): false makes every retryer started
+    /// inside this one's attempts pass through.
+    pub inner_retries: bool,
     /// `initialState`, applied once at construction (see
     /// [`Policy::initial`]). Boxed and `None` when not given: a policy can
     /// be shared by many machines, and the smaller it is the less each
@@ -415,6 +444,8 @@ impl Default for Policy {
             budget: None,
             seed: None,
             retry_on_execution_timeout: false,
+            nested: Nested::Retry,
+            inner_retries: true,
             initial_state: None,
         }
     }
@@ -451,6 +482,13 @@ impl Policy {
     /// Whether callback `cb` is set.
     pub fn has(&self, cb: Cb) -> bool {
         self.callbacks & cb.bit() != 0
+    }
+
+    /// Whether this retryer's flows need to know if they run inside another
+    /// retryer's attempt, or to tell the retryers inside theirs: a host
+    /// tracks attempts (an async context) only once some retryer asks.
+    pub fn tracks_nesting(&self) -> bool {
+        self.nested == Nested::Passthrough || !self.inner_retries
     }
 
     /// The effective `throwOnError`: as given, else `Never` when `onError` is
@@ -621,11 +659,23 @@ impl Policy {
                     _ => return Err(type_err(Expect::FiniteNumber)),
                 };
             }
-            Opt::RetryOnExecutionTimeout => {
-                self.retry_on_execution_timeout = match raw {
-                    Raw::Undefined => false,
+            Opt::RetryOnExecutionTimeout | Opt::InnerRetries => {
+                let on = match raw {
+                    Raw::Undefined => opt == Opt::InnerRetries,
                     Raw::Bool(b) => b,
                     _ => return Err(type_err(Expect::Boolean)),
+                };
+                if opt == Opt::InnerRetries {
+                    self.inner_retries = on;
+                } else {
+                    self.retry_on_execution_timeout = on;
+                }
+            }
+            Opt::Nested => {
+                self.nested = match raw {
+                    Raw::Undefined | Raw::Str("retry") => Nested::Retry,
+                    Raw::Str("passthrough") => Nested::Passthrough,
+                    _ => return Err(type_err(Expect::NestedValue)),
                 };
             }
             // Callbacks were handled above.
@@ -860,7 +910,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_none() {
-        assert_eq!(Opt::from_id(28), None);
+        assert_eq!(Opt::from_id(31), None);
         assert_eq!(Opt::from_id(u32::MAX), None);
         for (i, o) in ALL_OPTS.iter().enumerate() {
             assert_eq!(Opt::from_id(i as u32), Some(*o));

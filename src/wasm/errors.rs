@@ -103,7 +103,8 @@ pub fn abort_error(reason: &str) -> JsValue {
     )
 }
 
-fn dom_exception(message: &str, name: &str) -> JsValue {
+/// A `DOMException` with `message` and `name`.
+pub fn dom_exception(message: &str, name: &str) -> JsValue {
     match DomException::new_with_message_and_name(message, name) {
         Ok(e) => e.into(),
         Err(e) => e,

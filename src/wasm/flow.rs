@@ -36,6 +36,9 @@ pub struct Flow {
     /// The running attempt's controller and its attempt number, made when
     /// `getAbortSignal()` first asks during that attempt.
     pub controller: Cell<Option<(u32, AbortController)>>,
+    /// The token of the last attempt's context, while attempts are tracked
+    /// for nesting (0: none).
+    pub token: Cell<u32>,
 }
 
 impl Flow {
@@ -50,6 +53,7 @@ impl Flow {
             thrown: Cell::new(None),
             invalid: Cell::new(JsValue::UNDEFINED),
             controller: Cell::new(None),
+            token: Cell::new(0),
         }
     }
 

@@ -23,9 +23,11 @@
 mod budget;
 mod entropy;
 mod errors;
+mod fetch;
 mod flow;
 mod js;
 mod live;
+mod nesting;
 mod options;
 mod pump;
 mod retry_after;

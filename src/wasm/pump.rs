@@ -17,9 +17,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
 use super::errors;
+use super::fetch::FetchCall;
 use super::flow::Flow;
 use super::js::{self, Holder};
 use super::live;
+use super::nesting;
 use super::values::{self, function};
 use crate::core::budget::{Budget, Budgets};
 use crate::core::effect::{AbortReason, Effect, Eval, GiveUp, Outcome, Provided, Timer, TIMERS};
@@ -70,6 +72,20 @@ struct StateView {
     total_execution_time: f64,
 }
 
+/// What `onBackoff` receives about a wait, written out by serde-wasm-bindgen.
+#[derive(Serialize)]
+struct BackoffInfo {
+    /// ms the wait lasts.
+    delay: f64,
+    /// The attempt that failed.
+    attempt: u32,
+    /// What it failed with, as it was.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    error: JsValue,
+    /// ms since `execute()`.
+    elapsed: f64,
+}
+
 /// One retryer, shared by its JavaScript object, its store and (while
 /// something is under way) the table of live retryers.
 pub struct Inner {
@@ -94,6 +110,8 @@ pub struct Inner {
     /// Store listeners, by subscription token.
     subscribers: RefCell<Vec<(u32, JsValue)>>,
     next_token: Cell<u32>,
+    /// For a `retryFetch` call: its request, whose attempts are fetches.
+    fetch: Option<Rc<FetchCall>>,
 }
 
 impl Inner {
@@ -113,7 +131,21 @@ impl Inner {
             snapshot: Cell::new(None),
             subscribers: RefCell::new(Vec::new()),
             next_token: Cell::new(0),
+            fetch: None,
         }
+    }
+
+    /// The retryer of one `retryFetch` call, with the policy of its
+    /// `retryFetch` function.
+    pub fn for_fetch(
+        policy: Rc<Policy>,
+        budget: Option<Rc<RefCell<Budget>>>,
+        call: FetchCall,
+    ) -> Inner {
+        let mut inner = Inner::new(Policy::default(), budget);
+        inner.machine = RefCell::new(Machine::new(policy, super::entropy::next_seed()));
+        inner.fetch = Some(Rc::new(call));
+        inner
     }
 
     /// Runs `f` on the machine; `None` only if the machine is borrowed,
@@ -181,8 +213,13 @@ impl Inner {
             return promise;
         };
         let aborted = self.signal_aborted(&this);
+        let inside = if nesting::enabled() {
+            nesting::current()
+        } else {
+            None
+        };
         let now = js_sys::Date::now();
-        let Some(gen) = self.machine(|m| m.execute(now, aborted)) else {
+        let Some(gen) = self.machine(|m| m.execute_within(now, aborted, inside)) else {
             return promise;
         };
         let no_args = args.length() == 0;
@@ -206,6 +243,9 @@ impl Inner {
     /// The outside `signal` option: an `AbortSignal`, or an object shaped
     /// like one, used through its methods.
     fn outside_signal(&self, this: &JsValue) -> Option<AbortSignal> {
+        if let Some(call) = &self.fetch {
+            return call.signal();
+        }
         let options = values::get(this, "options").ok()?;
         let signal = values::get(&options, "signal").ok()?;
         values::is_signal(&signal).then(|| signal.unchecked_into())
@@ -403,6 +443,10 @@ impl Inner {
         match effect {
             Effect::Invoke { gen, attempt } => self.invoke(gen, attempt),
             Effect::StartTimer { timer, ms, .. } => {
+                if let (Timer::Wait, Some(call)) = (timer, &self.fetch) {
+                    // Retrying: nobody will read this response.
+                    call.release();
+                }
                 self.clear_timer(timer);
                 let slot = self.slot();
                 let id = live::start_timer(slot, self.id, timer, ms);
@@ -413,6 +457,12 @@ impl Inner {
             Effect::ClearTimer { timer } => self.clear_timer(timer),
             Effect::AbortAttempt { gen, reason } => self.abort_attempt(gen, reason),
             Effect::Call { gen, cb, arg } => self.call(gen, cb, arg),
+            Effect::Backoff {
+                gen,
+                attempt,
+                delay,
+                elapsed,
+            } => self.backoff(gen, attempt, delay, elapsed),
             Effect::Eval { gen, what, attempt } => self.eval(gen, what, attempt),
             Effect::Listen { gen } => self.listen(gen),
             Effect::Unlisten { .. } => {
@@ -430,8 +480,26 @@ impl Inner {
             return;
         };
         flow.keep_controller_of(attempt);
+        if let Some(call) = &self.fetch {
+            // The last failing response is let go of before the next try.
+            call.release();
+            let promise = call.attempt(flow.signal(attempt));
+            let (ok, err) = live::reactions(self.slot(), self.id, gen, attempt);
+            if let Err(e) = promise.unchecked_ref::<js::Thenable>().then(&ok, &err) {
+                self.settled(gen, attempt, false, e);
+            }
+            return;
+        }
         let holder: &Holder = flow.this.unchecked_ref();
-        let called = if flow.no_args {
+        let called = if nesting::enabled() {
+            // As the current attempt, for the retryers it starts.
+            let forbids = self.machine(|m| m.forbids_inner()).unwrap_or(false);
+            let f = values::get(&flow.this, "fn").unwrap_or(JsValue::UNDEFINED);
+            let (token, called) =
+                nesting::call_in(self, gen, attempt, forbids, &f, &flow.this, &flow.args);
+            nesting::forget(flow.token.replace(token));
+            called
+        } else if flow.no_args {
             holder.call_fn0()
         } else {
             holder.call_fn(&flow.args)
@@ -462,6 +530,9 @@ impl Inner {
         let Some(flow) = self.flow(gen) else {
             return;
         };
+        if let Some(call) = &self.fetch {
+            call.aborted(reason);
+        }
         if reason == AbortReason::ExecutionTimeout {
             let limit = self
                 .machine(|m| m.policy().max_execution_time)
@@ -505,8 +576,34 @@ impl Inner {
                 let reason = GiveUp::from_code(arg).unwrap_or(GiveUp::AttemptsExhausted);
                 f.call3(o, &flow.value(), &values::key_of(reason.name()), this)
             }
+            // Reported as its own effect, with the wait (`backoff`).
+            Cb::Backoff => return,
         };
         if let Err(e) = result {
+            flow.threw(e);
+            self.machine(|m| m.callback_threw(gen));
+        }
+    }
+
+    /// `onBackoff({ delay, attempt, error, elapsed }, retryer)`.
+    fn backoff(&self, gen: u32, attempt: u32, delay: f64, elapsed: f64) {
+        let Some(flow) = self.flow(gen) else {
+            return;
+        };
+        let Ok(options) = values::get(&flow.this, "options") else {
+            return;
+        };
+        let Some(f) = values::get(&options, "onBackoff").ok().and_then(function) else {
+            return;
+        };
+        let info = BackoffInfo {
+            delay,
+            attempt,
+            error: flow.value(),
+            elapsed,
+        };
+        let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
+        if let Err(e) = f.call2(&options, &info, &flow.this) {
             flow.threw(e);
             self.machine(|m| m.callback_threw(gen));
         }
@@ -525,6 +622,8 @@ impl Inner {
         let this = &flow.this;
         let answer =
             match values::get(this, "options").and_then(|o| values::get(&o, what.opt().name())) {
+                // retryFetch asks for these itself: no function, no answer.
+                Ok(value) if self.fetch.is_some() && value.is_undefined() => Ok(value),
                 Ok(value) => match function(value.clone()) {
                     // A value put in place of the function is taken as it is,
                     // as pacer's `parseFunctionOrValue` does.
@@ -545,7 +644,10 @@ impl Inner {
         let provided = match answer {
             Ok(v) => {
                 let truthy = matches!(what, Eval::Enabled | Eval::ShouldRetry);
-                let p = values::provided(&v, truthy);
+                let mut p = values::provided(&v, truthy);
+                if let Some(call) = &self.fetch {
+                    p = fetch_answer(call, what, &flow.value(), &v, p);
+                }
                 flow.invalid.set(v);
                 p
             }
@@ -606,10 +708,23 @@ impl Inner {
         let Some(flow) = self.take_flow(gen) else {
             return;
         };
+        nesting::forget(flow.token.take());
         let Some(resolve) = flow.resolve.take() else {
             return;
         };
         let rejected = |e: &JsValue| JsValue::from(Promise::reject(e));
+        if let Some(call) = &self.fetch {
+            let value = match outcome {
+                Outcome::Invalid(opt) => errors::dynamic_error(opt, &flow.invalid.take()),
+                Outcome::Thrown => flow.thrown.take().unwrap_or(JsValue::UNDEFINED),
+                _ => flow.value.take(),
+            };
+            let settled = call.settle(outcome, value).unwrap_or_else(|e| rejected(&e));
+            resolve
+                .unchecked_ref::<js::Resolve>()
+                .call(&JsValue::UNDEFINED, &settled);
+            return;
+        }
         let settle_with = match outcome {
             Outcome::Result => flow.value.take(),
             Outcome::Undefined => JsValue::UNDEFINED,
@@ -674,6 +789,30 @@ fn shared(policy: Policy) -> Rc<Policy> {
             }
         }
     })
+}
+
+/// A `retryFetch` flow's answer to `shouldRetry` or `retryAfter`: the
+/// request's own rules after what the user's function (if any) said.
+fn fetch_answer(
+    call: &FetchCall,
+    what: Eval,
+    error: &JsValue,
+    given: &JsValue,
+    p: Provided,
+) -> Provided {
+    match (what, p) {
+        (_, Provided::Threw) => p,
+        (Eval::ShouldRetry, _) => {
+            let user = (!given.is_undefined()).then(|| given.is_truthy());
+            Provided::Bool(call.should_retry(error, user))
+        }
+        (Eval::RetryAfter, Provided::Number(_) | Provided::Nothing) => {
+            let user = given.as_f64();
+            call.retry_after(error, user)
+                .map_or(Provided::Nothing, Provided::Number)
+        }
+        _ => p,
+    }
 }
 
 /// A copy of a cell's value, leaving it in place.

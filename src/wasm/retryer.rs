@@ -33,6 +33,14 @@ pub struct AsyncRetryer {
     inner: Rc<Inner>,
 }
 
+impl AsyncRetryer {
+    /// The JavaScript object of a retryer made here (`retryFetch` makes one
+    /// per call).
+    pub fn wrap(inner: Rc<Inner>) -> JsValue {
+        AsyncRetryer { inner }.into()
+    }
+}
+
 impl Drop for AsyncRetryer {
     /// `free()` and `Symbol.dispose` end an active flow (`onAbort('manual')`)
     /// and clear its timers; a retryer the collector finalizes has none.
@@ -56,6 +64,9 @@ impl AsyncRetryer {
         let mut policy = Policy::default();
         let extras = options::apply(&mut policy, &given)?;
         let view = options::view(None, &given, &policy)?;
+        if policy.tracks_nesting() {
+            super::nesting::enable();
+        }
         let inner = Rc::new(Inner::new(policy, extras.budget.flatten()));
         inner.set_last(extras.last_result, extras.last_error);
         let me: JsValue = AsyncRetryer {
@@ -94,6 +105,9 @@ impl AsyncRetryer {
         let base = pump::options_view(&me).unwrap_or(JsValue::UNDEFINED);
         let view = options::view(Some(&base), &given, &policy)?;
         // Nothing above changed anything; from here on the options apply.
+        if policy.tracks_nesting() {
+            super::nesting::enable();
+        }
         self.inner.set_policy(policy, extras.budget);
         values::set(&me, "options", &view)?;
         if let Some(key) = extras.key {

@@ -1,0 +1,204 @@
+//! Which attempt a flow was started in, for `nested` and `innerRetries`.
+//!
+//! While a retryer's function runs for an attempt, that attempt is the
+//! current one: synchronously (everything the function does before its
+//! first `await`, in every host), and through the host's async context
+//! where it has one (`AsyncLocalStorage`, reached with
+//! `process.getBuiltinModule`, so no import of `node:` modules reaches a
+//! browser bundle), which follows promises and timers. A flow started while
+//! an attempt is current asks whether that attempt is still running, since
+//! an async context outlives it (a timer the attempt scheduled fires after
+//! it settled): only then is the flow nested.
+//!
+//! Nothing of this runs until some retryer asks for it (`nested:
+//! 'passthrough'` or `innerRetries: false`): until then a flow starts and
+//! calls its function exactly as without it.
+
+use alloc::rc::{Rc, Weak};
+use alloc::vec::Vec;
+use core::cell::{Cell, RefCell};
+
+use js_sys::{Array, Function};
+use wasm_bindgen::prelude::*;
+
+use super::pump::Inner;
+use super::values;
+
+#[wasm_bindgen]
+extern "C" {
+    /// Node's, Deno's and Bun's `AsyncLocalStorage`.
+    #[derive(Clone)]
+    type AsyncStorage;
+
+    /// `storage.run(token, Reflect.apply, f, this, args)`: `f.apply(this,
+    /// args)` with `token` as the async context's value.
+    #[wasm_bindgen(method, catch, js_name = run)]
+    fn run(
+        this: &AsyncStorage,
+        token: u32,
+        apply: &Function,
+        f: &JsValue,
+        receiver: &JsValue,
+        args: &Array,
+    ) -> Result<JsValue, JsValue>;
+
+    /// `storage.getStore()`: the token of the context, or `undefined`.
+    #[wasm_bindgen(method, js_name = getStore)]
+    fn get_store(this: &AsyncStorage) -> JsValue;
+}
+
+/// A running attempt that flows may be started in.
+struct Attempt {
+    inner: Weak<Inner>,
+    gen: u32,
+    attempt: u32,
+    /// Flows started in it pass through.
+    forbids: bool,
+}
+
+/// The async context, once some retryer asked for nesting.
+struct Tracking {
+    /// `None` where the host has no async context (browsers).
+    storage: Option<(AsyncStorage, Function)>,
+    /// The attempts being run or not yet forgotten, by token: few at a
+    /// time (one per retryer whose function is running).
+    attempts: Vec<(u32, Attempt)>,
+    /// Tokens are never reused: an old context must not find a new attempt.
+    next: u32,
+}
+
+thread_local! {
+    static TRACKING: RefCell<Option<Tracking>> = const { RefCell::new(None) };
+    /// The attempt whose function is running now (0: none).
+    static CURRENT: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Starts tracking attempts (once; a retryer's policy asked for it).
+pub fn enable() {
+    TRACKING.with(|t| {
+        let Ok(mut t) = t.try_borrow_mut() else {
+            return;
+        };
+        if t.is_none() {
+            *t = Some(Tracking {
+                storage: async_storage(),
+                attempts: Vec::new(),
+                next: 1,
+            });
+        }
+    });
+}
+
+/// Whether attempts are tracked.
+pub fn enabled() -> bool {
+    TRACKING.with(|t| t.try_borrow().is_ok_and(|t| t.is_some()))
+}
+
+/// `new AsyncLocalStorage()` and `Reflect.apply`, where the host has them.
+fn async_storage() -> Option<(AsyncStorage, Function)> {
+    let global = js_sys::global();
+    let process = values::get(&global, "process").ok()?;
+    let builtin = values::function(values::get(&process, "getBuiltinModule").ok()?)?;
+    let hooks = builtin
+        .call1(&process, &values::key_of("node:async_hooks"))
+        .ok()?;
+    let class = values::function(values::get(&hooks, "AsyncLocalStorage").ok()?)?;
+    let storage = js_sys::Reflect::construct(&class, &Array::new()).ok()?;
+    let reflect = values::get(&global, "Reflect").ok()?;
+    let apply = values::function(values::get(&reflect, "apply").ok()?)?;
+    Some((storage.unchecked_into(), apply))
+}
+
+/// The attempt a flow starting now is nested in: `Some(forbids)` when it
+/// is started inside an attempt that is still running.
+pub fn current() -> Option<bool> {
+    let (token, found) = TRACKING.with(|t| {
+        let t = t.try_borrow().ok()?;
+        let t = t.as_ref()?;
+        let mut token = CURRENT.with(Cell::get);
+        if token == 0 {
+            let (storage, _) = t.storage.as_ref()?;
+            token = storage.get_store().as_f64()? as u32;
+        }
+        let (_, a) = t.attempts.iter().find(|(k, _)| *k == token)?;
+        Some((token, (a.inner.clone(), a.gen, a.attempt, a.forbids)))
+    })?;
+    let (inner, gen, attempt, forbids) = found;
+    let running = inner.upgrade()?.machine(|m| m.is_running(gen, attempt))?;
+    if !running {
+        forget(token);
+        return None;
+    }
+    Some(forbids)
+}
+
+/// Calls `call` (the function of attempt `attempt` of flow `gen` of
+/// `inner`) as the current attempt, synchronously and, where the host has
+/// one, in an async context; `f`, `receiver` and `args` are what `call`
+/// applies, for the async context to call instead. Returns the token, to
+/// forget when the attempt is over.
+pub fn call_in(
+    inner: &Rc<Inner>,
+    gen: u32,
+    attempt: u32,
+    forbids: bool,
+    f: &JsValue,
+    receiver: &JsValue,
+    args: &Array,
+) -> (u32, Result<JsValue, JsValue>) {
+    let registered = TRACKING.with(|t| {
+        let mut t = t.try_borrow_mut().ok()?;
+        let t = t.as_mut()?;
+        let token = t.next;
+        t.next = t.next.wrapping_add(1).max(1);
+        t.attempts.push((
+            token,
+            Attempt {
+                inner: Rc::downgrade(inner),
+                gen,
+                attempt,
+                forbids,
+            },
+        ));
+        let storage = t
+            .storage
+            .as_ref()
+            .map(|(s, apply)| (s.clone(), apply.clone()));
+        Some((token, storage))
+    });
+    let Some((token, storage)) = registered else {
+        return (0, apply(f, receiver, args));
+    };
+    let outer = CURRENT.with(|c| c.replace(token));
+    // No borrow is held here: the function may start flows of its own.
+    let result = match storage {
+        Some((storage, apply)) => storage.run(token, &apply, f, receiver, args),
+        None => apply(f, receiver, args),
+    };
+    CURRENT.with(|c| c.set(outer));
+    (token, result)
+}
+
+/// Drops what is known of an attempt that is over.
+pub fn forget(token: u32) {
+    if token == 0 {
+        return;
+    }
+    let gone = TRACKING.with(|t| {
+        let mut t = t.try_borrow_mut().ok()?;
+        let attempts = &mut t.as_mut()?.attempts;
+        let i = attempts.iter().position(|(k, _)| *k == token)?;
+        Some(attempts.swap_remove(i))
+    });
+    drop(gone);
+}
+
+/// `f.apply(receiver, args)`, for hosts without an async context.
+fn apply(f: &JsValue, receiver: &JsValue, args: &Array) -> Result<JsValue, JsValue> {
+    match f.dyn_ref::<Function>() {
+        Some(f) => js_sys::Reflect::apply(f, receiver, args),
+        None => Err(super::errors::type_error(
+            &["the retryer's fn is not a function; got ", &values::show(f)].concat(),
+        )),
+    }
+}
