@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use retry_wasm::core::backoff::{Jitter, MAX_TIMER_MS};
 use retry_wasm::core::budget::Budget;
-use retry_wasm::core::effect::{AbortReason, Effect, Eval, Provided, Timer};
+use retry_wasm::core::effect::{AbortReason, Effect, Eval, GiveUp, Provided, Timer};
 use retry_wasm::core::machine::Machine;
 use retry_wasm::core::options::{
     Cb, ErrorKind, Expect, Flag, InitialState, Num, Opt, OptionError, Policy, Raw, ALL_OPTS,
@@ -291,6 +291,8 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         budget: _,
         seed: _,
         retry_on_execution_timeout: _,
+        nested: _,
+        inner_retries: _,
         initial_state: _,
     } = a;
     let (i, j) = (a.initial(), b.initial());
@@ -313,6 +315,8 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         && a.budget == b.budget
         && same_opt_f64(a.seed, b.seed)
         && a.retry_on_execution_timeout == b.retry_on_execution_timeout
+        && a.nested == b.nested
+        && a.inner_retries == b.inner_retries
         && same_opt_f64(i.execution_count, j.execution_count)
         && same_opt_f64(i.last_execution_time, j.last_execution_time)
         && same_opt_f64(i.total_execution_time, j.total_execution_time)
@@ -380,7 +384,11 @@ pub fn assert_policy_valid(p: &Policy, finished: bool) {
     {
         assert!(finite_non_negative(v), "initialState number {v:?} accepted");
     }
-    assert!(p.callbacks < 1 << 9, "callback bits {:#x}", p.callbacks);
+    assert!(
+        p.callbacks < 1 << (Cb::Backoff as u32 + 1),
+        "callback bits {:#x}",
+        p.callbacks
+    );
     if finished && p.max_attempts == Num::Static(f64::INFINITY) {
         assert!(
             p.intervals.is_none(),
@@ -416,6 +424,8 @@ fn assert_default(p: &Policy, opt: Opt) {
         Opt::Budget => p.budget.is_none(),
         Opt::Seed => p.seed.is_none(),
         Opt::RetryOnExecutionTimeout => !p.retry_on_execution_timeout,
+        Opt::Nested => p.nested == d.nested,
+        Opt::InnerRetries => p.inner_retries,
         cb => match cb.callback() {
             Some(c) => !p.has(c),
             None => false,
@@ -737,9 +747,17 @@ impl Sim {
                 self.run.calls += 1;
                 match cb {
                     Cb::Abort => assert!(arg <= AbortReason::Signal as u32, "onAbort({arg})"),
-                    Cb::GiveUp => assert!(arg <= 3, "onGiveUp({arg})"),
+                    Cb::GiveUp => assert!(arg <= GiveUp::Nested as u32, "onGiveUp({arg})"),
                     _ => {}
                 }
+            }
+            Effect::Backoff { delay, elapsed, .. } => {
+                assert!(
+                    delay.is_finite() && (0.0..=MAX_TIMER_MS).contains(&delay),
+                    "backoff of {delay:?} ms"
+                );
+                assert!(elapsed >= 0.0, "backoff {elapsed:?} ms after the start");
+                self.run.calls += 1;
             }
             Effect::AbortAttempt { .. } | Effect::StateChanged => {}
         }
@@ -847,7 +865,10 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
         match op & 15 {
             0 | 1 => {
                 let before = s.m.last_gen();
-                let gen = s.m.execute(now, inp.byte() < 16);
+                // 1: the flow starts inside another retryer's attempt;
+                // bit 4 says whether that one forbids inner retries.
+                let inside = (op & 15 == 1).then_some(op & 16 != 0);
+                let gen = s.m.execute_within(now, inp.byte() < 16, inside);
                 assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
             }
             kind @ (2..=4) => {

@@ -1316,6 +1316,9 @@ fn undefined_means_not_set() {
         (Opt::Budget, Raw::Budget(1)),
         (Opt::Seed, n(1.0)),
         (Opt::RetryOnExecutionTimeout, Raw::Bool(true)),
+        (Opt::Nested, Raw::Str("passthrough")),
+        (Opt::InnerRetries, Raw::Bool(false)),
+        (Opt::OnBackoff, Raw::Function),
     ];
     assert_eq!(non_default.len(), ALL_OPTS.len());
     for (opt, raw) in non_default {
@@ -1377,4 +1380,250 @@ fn budget_settings_are_checked() {
     assert_eq!(b.tokens(), 0.5, "starts full");
     assert_eq!(b.max_tokens(), 0.5);
     assert_eq!(b.token_ratio(), 2.0);
+}
+
+// ----- retries across layers (nested, innerRetries) and onBackoff -----
+
+/// A flow of `h` started inside another retryer's running attempt.
+fn execute_inside(h: &mut Host, forbids: bool) -> u32 {
+    h.m.execute_within(h.now, false, Some(forbids))
+}
+
+#[test]
+fn passthrough_inside_an_attempt_makes_one_attempt_and_hands_the_failure_back() {
+    let budget = Budget::new(10.0, 0.1).unwrap();
+    let mut h = Host::new(policy_all_cbs(&[
+        (Opt::Nested, Raw::Str("passthrough")),
+        (Opt::ThrowOnError, Raw::Bool(false)),
+        (Opt::OnBackoff, Raw::Function),
+        (Opt::Budget, Raw::Budget(0)),
+    ]));
+    h.budgets.borrow_mut().push(budget);
+    let g = execute_inside(&mut h, false);
+    h.drain();
+    h.err(g, 1);
+    // No shouldRetry asked, no onRetry, no wait, no onBackoff; a rejection
+    // whatever throwOnError says; the budget untouched (the outer flow
+    // counts the failure).
+    assert_eq!(
+        h.drain(),
+        vec![
+            call(g, Cb::Error),
+            call(g, Cb::LastError),
+            give_up(g, GiveUp::Nested),
+            call(g, Cb::Settled),
+            fin(g, Outcome::Reject),
+        ]
+    );
+    assert_eq!(h.budgets.borrow()[0].tokens(), 10.0);
+    assert_eq!(h.invoked.len(), 1);
+    h.assert_quiet();
+}
+
+#[test]
+fn passthrough_outside_any_attempt_retries_as_always() {
+    let mut h = Host::new(policy(&[(Opt::Nested, Raw::Str("passthrough"))]));
+    let g = h.execute();
+    h.drain();
+    h.err(g, 1);
+    assert_eq!(waits(&h.drain()), vec![1000.0]);
+}
+
+#[test]
+fn an_enclosing_flow_that_forbids_makes_any_retryer_pass_through() {
+    // nested: 'retry' (the default) passes through all the same.
+    let mut h = Host::new(policy(&[]));
+    let g = execute_inside(&mut h, true);
+    h.drain();
+    assert!(
+        h.m.forbids_inner(),
+        "what forbids its parent forbids its children"
+    );
+    h.err(g, 1);
+    assert_eq!(h.drain(), vec![fin(g, Outcome::Reject)]);
+    // Inside an attempt that does not forbid: retries.
+    let mut h = Host::new(policy(&[]));
+    let g = execute_inside(&mut h, false);
+    h.drain();
+    assert!(!h.m.forbids_inner());
+    h.err(g, 1);
+    assert_eq!(waits(&h.drain()), vec![1000.0]);
+}
+
+#[test]
+fn inner_retries_false_forbids_the_flows_inside_and_still_retries_itself() {
+    let p = policy(&[(Opt::InnerRetries, Raw::Bool(false))]);
+    assert!(p.tracks_nesting());
+    assert!(policy(&[(Opt::Nested, Raw::Str("passthrough"))]).tracks_nesting());
+    assert!(!policy(&[]).tracks_nesting());
+    let mut h = Host::new(p);
+    let g = h.execute();
+    h.drain();
+    assert!(h.m.forbids_inner());
+    h.err(g, 1);
+    assert_eq!(waits(&h.drain()), vec![1000.0]);
+    h.advance(1000.0);
+    h.ok(g, 2);
+    h.drain();
+    assert!(!h.m.forbids_inner(), "no active flow, nothing forbidden");
+}
+
+#[test]
+fn a_passthrough_success_is_a_success() {
+    let mut h = Host::new(policy(&[(Opt::Nested, Raw::Str("passthrough"))]));
+    let g = execute_inside(&mut h, false);
+    h.drain();
+    h.ok(g, 1);
+    assert_eq!(h.drain(), vec![fin(g, Outcome::Result)]);
+    assert_eq!(h.state().execution_count, 1.0);
+}
+
+#[test]
+fn nested_and_inner_retries_are_checked() {
+    for bad in [
+        Raw::Str("outer"),
+        Raw::Bool(true),
+        Raw::Number(1.0),
+        Raw::Null,
+    ] {
+        let e = try_policy(&[(Opt::Nested, bad)]).unwrap_err();
+        assert_eq!(
+            (e.kind, e.opt, e.expect),
+            (ErrorKind::Type, Opt::Nested, Expect::NestedValue)
+        );
+    }
+    for bad in [
+        Raw::Str("false"),
+        Raw::Number(0.0),
+        Raw::Null,
+        Raw::Function,
+    ] {
+        let e = try_policy(&[(Opt::InnerRetries, bad)]).unwrap_err();
+        assert_eq!((e.kind, e.opt), (ErrorKind::Type, Opt::InnerRetries));
+    }
+    let e = try_policy(&[(Opt::OnBackoff, Raw::Str("x"))]).unwrap_err();
+    assert_eq!((e.kind, e.opt), (ErrorKind::Type, Opt::OnBackoff));
+    let mut p = policy(&[
+        (Opt::InnerRetries, Raw::Bool(false)),
+        (Opt::Nested, Raw::Str("passthrough")),
+    ]);
+    p.set(Opt::InnerRetries, Raw::Undefined).unwrap();
+    p.set(Opt::Nested, Raw::Undefined).unwrap();
+    assert!(!p.tracks_nesting());
+}
+
+/// The `Backoff` effects a flow of `p` pops, failing every attempt, with
+/// the clock advanced `advance_before_failing` ms before each failure.
+fn backoffs(p: Policy, attempts: u32, advance_before_failing: f64) -> Vec<(u32, f64, f64)> {
+    let mut h = Host::new(p);
+    let g = h.execute();
+    h.drain();
+    let mut out = Vec::new();
+    for attempt in 1..=attempts {
+        h.advance(advance_before_failing);
+        h.err(g, attempt);
+        for e in h.drain() {
+            if let Effect::Backoff {
+                attempt,
+                delay,
+                elapsed,
+                ..
+            } = e
+            {
+                out.push((attempt, delay, elapsed));
+                h.advance(delay);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn backoff_reports_each_wait_with_its_delay_and_elapsed_time() {
+    let on = (Opt::OnBackoff, Raw::Function);
+    let exp = policy(&[
+        on,
+        (Opt::MaxAttempts, Raw::Number(4.0)),
+        (Opt::BaseWait, Raw::Number(100.0)),
+    ]);
+    assert_eq!(
+        backoffs(exp, 4, 10.0),
+        vec![(1, 100.0, 10.0), (2, 200.0, 120.0), (3, 400.0, 330.0)]
+    );
+    let iv = with_intervals(policy(&[on]), &[5.0, 0.0, 7.0]);
+    assert_eq!(
+        backoffs(iv, 4, 1.0),
+        vec![(1, 5.0, 1.0), (2, 0.0, 7.0), (3, 7.0, 8.0)]
+    );
+}
+
+#[test]
+fn backoff_of_a_seeded_jitter_is_the_delay_the_timer_gets() {
+    let p = || {
+        policy(&[
+            (Opt::OnBackoff, Raw::Function),
+            (Opt::Jitter, Raw::Number(0.5)),
+            (Opt::Seed, Raw::Number(42.0)),
+            (Opt::MaxAttempts, Raw::Number(5.0)),
+        ])
+    };
+    let mut h = Host::new(p());
+    let g = h.execute();
+    h.drain();
+    let mut pairs = Vec::new();
+    for attempt in 1..5 {
+        h.err(g, attempt);
+        let effects = h.drain();
+        let reported = effects.iter().find_map(|e| match e {
+            Effect::Backoff { delay, .. } => Some(*delay),
+            _ => None,
+        });
+        let slept = waits(&effects).first().copied();
+        pairs.push((reported, slept));
+        h.advance(slept.unwrap_or(0.0));
+    }
+    assert!(
+        pairs.iter().all(|(r, s)| r.is_some() && r == s),
+        "{pairs:?}"
+    );
+    // The same seed, the same sequence.
+    assert_eq!(
+        backoffs(p(), 4, 0.0)
+            .iter()
+            .map(|b| b.1)
+            .collect::<Vec<_>>(),
+        pairs.iter().map(|p| p.0.unwrap()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn backoff_reports_a_server_hint_and_not_a_wait_cut_by_the_deadline() {
+    let mut h = Host::new(policy(&[
+        (Opt::OnBackoff, Raw::Function),
+        (Opt::RetryAfter, Raw::Function),
+        (Opt::MaxTotalExecutionTime, Raw::Number(5000.0)),
+    ]));
+    let g = h.execute();
+    h.drain();
+    h.err(g, 1);
+    assert_eq!(h.drain(), vec![eval(g, Eval::RetryAfter, 1)]);
+    h.provide(g, Provided::Number(1234.0));
+    let effects = h.drain();
+    assert!(effects.contains(&Effect::Backoff {
+        gen: g,
+        attempt: 1,
+        delay: 1234.0,
+        elapsed: 0.0
+    }));
+    h.advance(1234.0);
+    h.err(g, 2);
+    h.drain();
+    h.provide(g, Provided::Number(10_000.0));
+    // The hint would cross the deadline: a total timeout, no onBackoff.
+    let effects = h.drain();
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Backoff { .. })),
+        "{effects:?}"
+    );
+    assert!(effects.contains(&fin(g, Outcome::Undefined)));
 }

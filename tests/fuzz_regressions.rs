@@ -5,7 +5,7 @@
 //! reports replays here exactly as it ran there.
 //!
 //! - hand-picked seeds of each target, with what they must reach;
-//! - every crash the fuzzer found, minimised (none so far: see the end);
+//! - every crash the fuzzer found, minimised (see the end);
 //! - `FUZZ_REPLAY=1 cargo test --test fuzz_regressions -- --nocapture`
 //!   also replays the local corpus under `fuzz/corpus/` (git-ignored) and
 //!   prints what it reached.
@@ -76,8 +76,10 @@ fn options_seed_edges() {
 fn options_seed_every_kind() {
     let run = run_options(OPTIONS_KINDS);
     assert_eq!(run.committed, 0, "{run:?}");
-    assert_eq!(run.refused, 12, "{run:?}");
-    assert_eq!(run.accepted, 12, "{run:?}");
+    // Options are picked by a byte modulo their count, so adding options
+    // moves some picks: 31 options since nested, innerRetries, onBackoff.
+    assert_eq!(run.refused, 11, "{run:?}");
+    assert_eq!(run.accepted, 13, "{run:?}");
 }
 
 #[test]
@@ -188,10 +190,51 @@ fn machine_tolerates_short_and_empty_input() {
     }
 }
 
+/// m0 starts inside an attempt that forbids inner retries (op 0x11): one
+/// attempt, its failure handed straight back. Then inside one that allows
+/// them (op 0x01): m0's own `maxAttempts: 3` applies.
+const MACHINE_NESTED: &[u8] = &[
+    0, 0x11, 100, // m0 execute inside a forbidding attempt: Invoke 1
+    0, 3, 0, 200, // attempt 1 fails: give up ('nested'), Finish
+    0, 0x01, 100, // m0 execute inside an allowing attempt: Invoke 1
+    0, 3, 0, 200, // attempt 1 fails: onRetry, wait
+    0, 5, 0, // the wait fires: Invoke 2
+    0, 3, 0, 200, // attempt 2 fails
+    0, 5, 0, // the wait fires: Invoke 3
+    0, 3, 0, 200, // attempt 3 fails: give up, Finish
+];
+
+#[test]
+fn machine_seed_nested() {
+    let data = [MACHINE_HEADER, MACHINE_NESTED].concat();
+    let run = run_machine(&data);
+    assert!(run.realistic, "{run:?}");
+    assert_eq!(run.invokes, 4, "{run:?}");
+    assert_eq!(run.finishes, 2, "{run:?}");
+    assert_eq!(run.highest_attempt, 3, "{run:?}");
+}
+
 // ----- crashes the fuzzer found -----
 //
-// None so far. `npm run fuzz -- --seconds 600` ran both targets clean:
-// options 4,104,907 executions in 601 s, machine 2,755,474 in 601 s. As a
+// Both from the harness, not the library: its bound on callback bits
+// had not grown with `onBackoff` (bit 9), so any policy with `onBackoff`
+// tripped it within a second of fuzzing.
+
+#[test]
+fn options_crash_onbackoff_bit() {
+    run_options(&[1, 92, 8, 44]);
+}
+
+#[test]
+fn machine_crash_onbackoff_bit() {
+    run_machine(&[16, 0, 11, 255, 30, 8]);
+}
+
+// With that fixed, and the machine target also starting flows inside
+// attempts, `npm run fuzz -- --seconds 300` ran both targets clean on
+// 2026-12-01 (2-core AMD EPYC dev machine): options 2,034,548 executions
+// in 301 s, machine 2,577,146 in 301 s. Before `onBackoff` and nesting,
+// 600 s each ran clean: options 4,104,907, machine 2,755,474. As a
 // check of the harness, seven bugs injected into a copy of src/core (a
 // refused maxAttempts leaving a trace, NaN accepted as a deadline, one
 // attempt too many, an abort not dropping queued effects, an AbortError

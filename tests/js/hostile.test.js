@@ -232,11 +232,11 @@ const VALUES = [
 
 // ------------------------------------------------------------ the oracle
 
-const CALLBACK_OPTIONS = ['onRetry', 'onError', 'onLastError', 'onSuccess', 'onSettled', 'onAbort', 'onExecutionTimeout', 'onTotalExecutionTimeout', 'onGiveUp', 'shouldRetry', 'retryAfter']
+const CALLBACK_OPTIONS = ['onRetry', 'onError', 'onLastError', 'onSuccess', 'onSettled', 'onAbort', 'onExecutionTimeout', 'onTotalExecutionTimeout', 'onGiveUp', 'onBackoff', 'shouldRetry', 'retryAfter']
 const OPTIONS = [
   'maxAttempts', 'backoff', 'baseWait', 'maxWait', 'multiplier', 'jitter', 'intervals', 'maxExecutionTime',
   'maxTotalExecutionTime', 'retryOnExecutionTimeout', 'throwOnError', 'enabled', ...CALLBACK_OPTIONS,
-  'budget', 'signal', 'seed', 'initialState', 'key',
+  'budget', 'signal', 'seed', 'initialState', 'key', 'nested', 'innerRetries',
 ]
 const UNKNOWN = ['maxAttempt', 'timeout', '__proto__', 'toString']
 // [label, name the message must contain, build the options object]
@@ -309,7 +309,10 @@ function verdict(option, v) {
     case 'enabled':
       return [typeof v === 'boolean' || typeof v === 'function' ? OK : TypeError]
     case 'retryOnExecutionTimeout':
+    case 'innerRetries':
       return [typeof v === 'boolean' ? OK : TypeError]
+    case 'nested':
+      return [v === 'retry' || v === 'passthrough' ? OK : TypeError]
     case 'key':
       return [typeof v === 'string' ? OK : TypeError]
     case 'budget':

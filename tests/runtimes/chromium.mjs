@@ -4,6 +4,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { listen } from './endpoints.mjs';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
@@ -50,10 +51,13 @@ const TYPES = {
 
 /**
  * Serves `root` on 127.0.0.1 at an ephemeral port. `transform(urlPath, body)`
- * may rewrite a file's text before it is sent. Resolves { url, close }.
+ * may rewrite a file's text before it is sent. `routes(req, res)`, when given,
+ * sees every request first and returns true for one it answered itself
+ * (same-origin endpoints for the page and its workers). Resolves { url, close }.
  */
-export function serveStatic(root, { transform } = {}) {
+export function serveStatic(root, { transform, routes } = {}) {
   const server = http.createServer((req, res) => {
+    if (routes?.(req, res)) return;
     const urlPath = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     if (urlPath === '/favicon.ico') {
       res.writeHead(204).end();
@@ -77,14 +81,5 @@ export function serveStatic(root, { transform } = {}) {
       res.end(body);
     });
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        close: () => new Promise((r) => server.close(() => r())),
-      });
-    });
-  });
+  return listen(server);
 }

@@ -2,12 +2,16 @@
 // Runs the same smoke test (fixtures/check.mjs) against the installed package
 // in every runtime SPEC §0 names: Node main thread, Node worker_threads, Deno
 // (main and a module Worker), Bun, and headless Chromium (a page with an import map, and a module Web
-// Worker). Usage: node tests/runtimes/run.mjs [--only node,deno,...]
+// Worker). The retryFetch part of that test fetches from test endpoints
+// (endpoints.mjs): a server of their own for the processes (its URL in
+// $RETRY_WASM_TEST_URL), the page's own server for Chromium.
+// Usage: node tests/runtimes/run.mjs [--only node,deno,...]
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, installedEntry, syncDir, ROOT, PACKAGE_NAME } from '../../scripts/consumer.mjs';
 import { CHROMIUM, chromiumAvailable, isCI, launchChromium, serveStatic, skipBanner } from './chromium.mjs';
+import { serveEndpoints, testEndpoints } from './endpoints.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.join(ROOT, 'node_modules', '.bin');
@@ -58,6 +62,10 @@ async function processRuntime(label, cmd, args, cwd, env = {}) {
     ok = false;
     detail = `'${PACKAGE_NAME}' did not resolve into .consumer/node_modules: ${detail}`;
   }
+  if (ok && !detail.includes('"retryFetch":{')) {
+    ok = false;
+    detail = `the retryFetch check did not run (no test endpoint URL?): ${detail}`;
+  }
   return { label, ok, ms: performance.now() - t0, detail };
 }
 
@@ -68,6 +76,7 @@ async function chromiumRuntimes(consumer) {
   const entry = `/node_modules/${PACKAGE_NAME}/${installedEntry(['browser', 'import', 'default'])}`;
   const importMap = JSON.stringify({ imports: { [PACKAGE_NAME]: entry } });
   const server = await serveStatic(consumer, {
+    routes: testEndpoints(),
     transform: (urlPath, body) =>
       urlPath === '/runtimes/browser.html' ? body.toString('utf8').replace('__IMPORT_MAP__', importMap) : undefined,
   });
@@ -89,26 +98,25 @@ async function chromiumRuntimes(consumer) {
     const ms = performance.now() - t0;
     const version = browser.version();
     const extra = logs.length ? `\n${logs.join('\n')}` : '';
-    return [
-      { label: 'chromium-page', ok: !!out.page, ms, detail: out.page ? `Chromium ${version} ${JSON.stringify(out.page)}` : `${out.pageError}${extra}` },
-      { label: 'chromium-worker', ok: !!out.worker, ms, detail: out.worker ? `Chromium ${version} ${JSON.stringify(out.worker)}` : `${out.workerError}${extra}` },
-    ];
+    const report = (label, result, error) =>
+      result?.retryFetch
+        ? { label, ok: true, ms, detail: `Chromium ${version} ${JSON.stringify(result)}` }
+        : { label, ok: false, ms, detail: result ? `the retryFetch check did not run: ${JSON.stringify(result)}` : `${error}${extra}` };
+    return [report('chromium-page', out.page, out.pageError), report('chromium-worker', out.worker, out.workerError)];
   } finally {
     await browser.close();
     await server.close();
   }
 }
 
-export async function main() {
-  const consumer = await ensureConsumer();
-  const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'runtimes'));
-  const smoke = path.join(dir, 'smoke.mjs');
-  const want = (name) => !only || only.has(name) || (name.startsWith('chromium') && only.has('chromium'));
-
+// The node, node-worker, deno, deno-worker and bun processes, in parallel
+// (2 cores; the browser comes after); `env` carries the test endpoints' URL.
+function processRuntimes(dir, smoke, consumer, want, env) {
   const jobs = [];
-  if (want('node')) jobs.push(processRuntime('node', process.execPath, [smoke, 'node'], consumer));
-  if (want('node-worker')) jobs.push(processRuntime('node-worker', process.execPath, [path.join(dir, 'node-worker.mjs')], consumer));
+  if (want('node')) jobs.push(processRuntime('node', process.execPath, [smoke, 'node'], consumer, env));
+  if (want('node-worker')) jobs.push(processRuntime('node-worker', process.execPath, [path.join(dir, 'node-worker.mjs')], consumer, env));
   const denoEnv = {
+    ...env,
     DENO_NO_UPDATE_CHECK: '1',
     DENO_NO_PROMPT: '1',
     DENO_DIR: path.join(consumer, '.deno-cache'),
@@ -117,9 +125,23 @@ export async function main() {
   if (want('deno')) jobs.push(processRuntime('deno', path.join(BIN, 'deno'), ['run', '-A', smoke, 'deno'], consumer, denoEnv));
   if (want('deno-worker'))
     jobs.push(processRuntime('deno-worker', path.join(BIN, 'deno'), ['run', '-A', path.join(dir, 'deno-worker.mjs')], consumer, denoEnv));
-  if (want('bun')) jobs.push(processRuntime('bun', path.join(BIN, 'bun'), [smoke, 'bun'], consumer, { NO_COLOR: '1' }));
-  // Run the subprocess runtimes in parallel (2 cores), then the browser.
-  const results = await Promise.all(jobs);
+  if (want('bun')) jobs.push(processRuntime('bun', path.join(BIN, 'bun'), [smoke, 'bun'], consumer, { ...env, NO_COLOR: '1' }));
+  return Promise.all(jobs);
+}
+
+export async function main() {
+  const consumer = await ensureConsumer();
+  const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'runtimes'));
+  const smoke = path.join(dir, 'smoke.mjs');
+  const want = (name) => !only || only.has(name) || (name.startsWith('chromium') && only.has('chromium'));
+
+  const endpoints = await serveEndpoints();
+  const results = [];
+  try {
+    results.push(...(await processRuntimes(dir, smoke, consumer, want, { RETRY_WASM_TEST_URL: endpoints.url })));
+  } finally {
+    await endpoints.close();
+  }
 
   if (want('chromium-page') || want('chromium-worker')) {
     if (chromiumAvailable()) {
