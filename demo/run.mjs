@@ -3,15 +3,19 @@
 //
 // Each scenario wraps one GET in an AsyncRetryer, passes the retryer's
 // per-attempt AbortSignal (getAbortSignal()) down to fetch, and prints a live
-// timeline from the retryer's callbacks. Then twenty clients hammer a dead
-// backend, first each on its own, then sharing one RetryBudget. The run ends
-// with a summary table and one machine-readable line:
+// timeline from the retryer's callbacks. Then the same server is called
+// through retryFetch, the package's fetch with retries (Retry-After, POST with
+// and without Idempotency-Key, a body resent intact, a caller abort). Then
+// twenty clients hammer a dead backend, first each on its own, then sharing
+// one RetryBudget. The run ends with a summary table and one machine-readable
+// line:
 //
 //   DEMO-RESULT {"ok":true,...}
 //
 // which tests/demo/run.mjs checks. Exit code 0 when every scenario reached
 // its expected outcome and nothing (socket, timer, server) was left behind.
 
+import { createHash, randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { startFlakyServer } from './server.mjs';
 import { c, println, Timeline, table, sparkline, ms, visibleLength } from './timeline.mjs';
@@ -36,7 +40,7 @@ try {
   println(`DEMO-RESULT ${JSON.stringify({ ok: false, error: `import failed: ${error?.message ?? error}` })}`);
   process.exit(1);
 }
-const { AsyncRetryer, RetryBudget, parseRetryAfter } = lib;
+const { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } = lib;
 
 // ── fetch, HTTP errors and the retry policy ─────────────────────────────────
 
@@ -69,7 +73,8 @@ function retryAfterHint(error) {
 }
 
 function describeError(error) {
-  if (error instanceof HttpError) {
+  // retryFetch's HTTPError carries the same `status` and `response`.
+  if (error instanceof HttpError || error?.name === 'HTTPError') {
     const ra = error.response.headers.get('retry-after');
     return `${error.message}${ra !== null ? `, Retry-After: ${c.magenta(ra)}` : ''}`;
   }
@@ -93,7 +98,8 @@ function explainBackoff(o, attempt) {
   else [formula, nominal] = [`${base}·2^${attempt - 1}`, base * 2 ** (attempt - 1)];
   let text = `${kind} backoff ${formula} = ${nominal} ms`;
   if (o.maxWait !== undefined && nominal > o.maxWait) text += `, capped at maxWait ${o.maxWait} ms`;
-  if (o.jitter) text += `, jitter ±${Math.round(o.jitter * 100)}%${o.seed !== undefined ? ` (seed ${o.seed})` : ''}`;
+  if (o.jitter === 'full') text += ', full jitter: a random wait from 0 to that';
+  else if (o.jitter) text += `, jitter ±${Math.round(o.jitter * 100)}%${o.seed !== undefined ? ` (seed ${o.seed})` : ''}`;
   return text;
 }
 
@@ -367,6 +373,293 @@ async function runScenario(sc) {
   return rec;
 }
 
+// ── retryFetch ──────────────────────────────────────────────────────────────
+
+// retryFetch's own defaults, so the wait explanations match what it does.
+const FETCH_DEFAULTS = { maxAttempts: 3, baseWait: 300, jitter: 'full' };
+// Its default afterStatusCodes: only these statuses' Retry-After sets the wait.
+const AFTER_STATUS = new Set([413, 429, 503]);
+
+/** Bytes that are not all alike, so a lost or reordered chunk changes the hash. */
+function testBytes(length) {
+  const bytes = new Uint8Array(length);
+  let x = 0x2545f491;
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    bytes[i] = x & 0xff;
+  }
+  return bytes;
+}
+
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const abbrev = (hex) => `${hex.slice(0, 12)}…`;
+
+function fetchScenarios(server) {
+  const key = (id) => `key=${id}`;
+  const seen = (id) => server.stats.log.filter((e) => e.key === id);
+  const seenStatuses = (id) => seen(id).map((e) => e.outcome).join(' ');
+  const idempotencyKey = randomUUID();
+  const body = testBytes(100_000);
+  const bodyHash = sha256(body);
+  return [
+    {
+      id: 'fetch-retry-after',
+      title: 'retryFetch: 503 with Retry-After: 1, then 200',
+      url: `${server.url}/unavailable?fails=1&after=1&${key('fetch-retry-after')}`,
+      options: { baseWait: 50 },
+      expect: { outcome: 'resolved:200', attempts: 2 },
+      checks: (r) => [
+        [`waited ≥ 1 s as the server asked, not the ≤ 50 ms backoff (waited ${ms(r.waits[0]?.ms ?? 0)})`, (r.waits[0]?.ms ?? 0) >= 950],
+        [`the server saw 2 requests: 503, then 200 (saw: ${seenStatuses('fetch-retry-after')})`, seenStatuses('fetch-retry-after') === '503 200'],
+      ],
+      seen: () => ({ requests: server.hits('fetch-retry-after'), statuses: seen('fetch-retry-after').map((e) => Number(e.outcome)) }),
+    },
+    {
+      id: 'fetch-post-no-key',
+      title: 'retryFetch: a POST without Idempotency-Key meets a 503',
+      url: `${server.url}/orders?fails=2&${key('fetch-post-no-key')}`,
+      init: () => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ item: 'book', qty: 1 }) }),
+      options: { baseWait: 100 },
+      // Sending it again could place the order twice, so the 503 goes back
+      // to the caller exactly as fetch would have returned it.
+      handedBack: 'handed back as it is, a POST without Idempotency-Key is never sent twice',
+      expect: { outcome: 'resolved:503', attempts: 1 },
+      checks: (r) => [
+        [`the server received the POST once (${server.hits('fetch-post-no-key')})`, server.hits('fetch-post-no-key') === 1],
+        ['the caller got the 503 Response itself, nothing thrown', r.status === 503 && r.failed === 0],
+      ],
+      seen: () => ({ requests: server.hits('fetch-post-no-key'), statuses: seen('fetch-post-no-key').map((e) => Number(e.outcome)) }),
+    },
+    {
+      id: 'fetch-post-idempotent',
+      title: 'retryFetch: the same POST with an Idempotency-Key, retried until it lands',
+      url: `${server.url}/orders?fails=2&${key('fetch-post-idempotent')}`,
+      init: () => ({
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'Idempotency-Key': idempotencyKey },
+        body: JSON.stringify({ item: 'book', qty: 1 }),
+      }),
+      options: { baseWait: 100 },
+      expect: { outcome: 'resolved:201', attempts: 3 },
+      checks: (r) => {
+        const keys = seen('fetch-post-idempotent').map((e) => e.idempotencyKey);
+        return [
+          [`the server saw 503, 503, 201 (saw: ${seenStatuses('fetch-post-idempotent')})`, seenStatuses('fetch-post-idempotent') === '503 503 201'],
+          ['every attempt carried the same Idempotency-Key', keys.length === 3 && keys.every((k) => k === idempotencyKey)],
+          [`the server's answer counts 3 requests received (${r.json?.requestsReceived})`, r.json?.requestsReceived === 3],
+        ];
+      },
+      seen: () => ({
+        requests: server.hits('fetch-post-idempotent'),
+        statuses: seen('fetch-post-idempotent').map((e) => Number(e.outcome)),
+        sameIdempotencyKey: seen('fetch-post-idempotent').every((e) => e.idempotencyKey === idempotencyKey),
+      }),
+    },
+    {
+      id: 'fetch-body-intact',
+      title: 'retryFetch: a 100 000-byte PUT body, failed twice, must arrive intact on the third attempt',
+      url: `${server.url}/hash?fails=2&${key('fetch-body-intact')}`,
+      init: () => ({ method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body }),
+      options: { baseWait: 100 },
+      expect: { outcome: 'resolved:200', attempts: 3 },
+      // The hashes shown are the ones the server put in its final answer.
+      report: (r) => {
+        println(`    ${c.dim('sent          ')} sha256 ${c.cyan(abbrev(bodyHash))} ${c.dim(`(${body.length} bytes)`)}`);
+        for (const e of r.json?.received ?? []) {
+          const same = e.sha256 === bodyHash && e.bytes === body.length;
+          const status = seen('fetch-body-intact').find((l) => l.n === e.n)?.outcome;
+          println(
+            `    ${c.dim(`server got #${e.n}`)}  sha256 ${same ? c.green(abbrev(e.sha256)) : c.red(abbrev(e.sha256))} ${c.dim(`(${e.bytes} bytes) → ${status}`)}`,
+          );
+        }
+      },
+      checks: (r) => {
+        const got = seen('fetch-body-intact');
+        const answered = r.json?.received ?? [];
+        return [
+          [`the server saw 500, 500, 200 (saw: ${seenStatuses('fetch-body-intact')})`, seenStatuses('fetch-body-intact') === '500 500 200'],
+          ['every attempt delivered the same 100 000 bytes (sha256 matches)', got.length === 3 && got.every((e) => e.sha256 === bodyHash && e.bytes === body.length)],
+          ["the server's answer lists those 3 hashes", answered.length === 3 && answered.every((e) => e.sha256 === bodyHash)],
+        ];
+      },
+      seen: () => ({
+        requests: server.hits('fetch-body-intact'),
+        statuses: seen('fetch-body-intact').map((e) => Number(e.outcome)),
+        sent: bodyHash,
+        received: seen('fetch-body-intact').map((e) => e.sha256),
+      }),
+    },
+    {
+      id: 'fetch-caller-abort',
+      title: "retryFetch: the caller aborts with its own reason during a 700 ms wait",
+      url: `${server.url}/flaky?status=503&${key('fetch-caller-abort')}`,
+      options: { maxAttempts: 5, backoff: 'fixed', baseWait: 700, jitter: 0 },
+      abortAfter: 250,
+      expect: { outcome: 'rejected:caller-reason', attempts: 1 },
+      checks: async (r) => {
+        // Past the moment attempt 2 would have been sent.
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 850 - r.elapsed)));
+        return [
+          [`rejected at once: ${ms(r.rejectedAfterAbort ?? Infinity)} after the abort`, (r.rejectedAfterAbort ?? Infinity) < 50],
+          [`no request reached the server after the abort (${server.hits('fetch-caller-abort')} in all)`, server.hits('fetch-caller-abort') === 1],
+        ];
+      },
+      seen: () => ({ requests: server.hits('fetch-caller-abort'), statuses: seen('fetch-caller-abort').map((e) => Number(e.outcome)) }),
+    },
+  ];
+}
+
+function fetchPolicySummary(sc, init) {
+  const url = new URL(sc.url);
+  const query = url.search.replace(/[?&]key=[^&]*/, '').replace(/^&/, '?');
+  const o = { ...FETCH_DEFAULTS, ...sc.options };
+  const parts = [`retryFetch · ${init?.method ?? 'GET'} ${url.pathname}${query}`];
+  const idem = init?.headers?.['Idempotency-Key'];
+  if (idem) parts.push(`Idempotency-Key: ${idem.slice(0, 8)}…`);
+  else if (init?.method === 'POST') parts.push('no Idempotency-Key');
+  parts.push(`maxAttempts ${o.maxAttempts}`);
+  parts.push(`${o.backoff ?? 'exponential'} ${o.baseWait} ms`);
+  parts.push(o.jitter === 'full' ? 'full jitter' : `jitter ${o.jitter}`);
+  return parts.join(' · ');
+}
+
+async function runFetchScenario(sc) {
+  const init = sc.init?.() ?? {};
+  const tl = new Timeline(sc.title, fetchPolicySummary(sc, init));
+  const rec = {
+    id: sc.id, title: sc.title, expect: sc.expect, attempts: 0, outcome: 'unsettled',
+    detail: '', elapsed: 0, waits: tl.waits, signals: 0, failed: 0, checks: [],
+  };
+  const retryers = new Set();
+  let giveUp = null;
+  const o = { ...FETCH_DEFAULTS, ...sc.options };
+
+  const controller = sc.abortAfter ? new AbortController() : null;
+  const reason = new DOMException('the user navigated away', 'AbortError');
+  let abortedAt;
+
+  const fetchWithRetry = retryFetch({
+    ...sc.options,
+    // The wrapped fetch is where each attempt begins, so the timeline opens
+    // its line here and sees the per-attempt signal retryFetch passes down.
+    fetch: (input, attemptInit) => {
+      rec.attempts++;
+      if (attemptInit?.signal instanceof AbortSignal) rec.signals++;
+      tl.attemptStart(rec.attempts);
+      return fetch(input, attemptInit);
+    },
+    onError: (error, _args, retryer) => {
+      retryers.add(retryer);
+      rec.failed++;
+      tl.attemptResult(tl.current, `${c.red('✗')} ${describeError(error)}`);
+    },
+    onRetry: (attempt, error, retryer) => {
+      retryers.add(retryer);
+      const hint = AFTER_STATUS.has(error?.status) ? parseRetryAfter(error.response) : undefined;
+      if (hint !== undefined) {
+        const raw = error.response.headers.get('retry-after');
+        tl.waitStart(`Retry-After ${c.magenta(JSON.stringify(raw))} → ${ms(hint)} (the server's hint replaces the backoff)`);
+      } else {
+        tl.waitStart(explainBackoff(o, attempt));
+      }
+    },
+    onSuccess: (response, _args, retryer) => {
+      retryers.add(retryer);
+      // Not every response here is a 2xx: one the request may not be retried
+      // for ends the flow as a result too.
+      const text = `HTTP ${response.status} ${response.statusText}`;
+      tl.attemptResult(
+        tl.current,
+        response.ok ? `${c.green('✓')} ${text}` : `${c.yellow('→')} ${text}: ${sc.handedBack ?? 'not a failed attempt'}`,
+      );
+    },
+    onSettled: (_args, retryer) => retryers.add(retryer),
+    onAbort: (why, retryer) => {
+      retryers.add(retryer);
+      if (!tl.interruptWait(c.yellow('interrupted'))) tl.closeLine();
+      tl.note(`${c.yellow('⊘ aborted')} (${why}): the pending wait is cancelled; no attempt ${rec.attempts + 1} is sent`);
+    },
+    onGiveUp: (error, why, retryer) => {
+      retryers.add(retryer);
+      giveUp = { reason: why, error };
+    },
+  });
+
+  let abortTimer;
+  if (controller) {
+    init.signal = controller.signal;
+    abortTimer = setTimeout(() => {
+      tl.interruptWait(c.yellow('interrupted'));
+      tl.note(`${c.yellow('✋')} the caller calls controller.abort(reason)`);
+      abortedAt = performance.now();
+      controller.abort(reason);
+    }, sc.abortAfter);
+  }
+
+  let guard;
+  let stuck = false;
+  const t0 = performance.now();
+  try {
+    const response = await Promise.race([
+      fetchWithRetry(sc.url, init),
+      new Promise((_, reject) => {
+        guard = setTimeout(() => {
+          stuck = true;
+          reject(new Error('the call did not settle within 15 s'));
+        }, 15_000);
+      }),
+    ]);
+    rec.elapsed = performance.now() - t0;
+    rec.status = response.status;
+    rec.outcome = `resolved:${response.status}`;
+    // Read to the end, as a caller would, so its connection is let go.
+    const text = await response.text();
+    try {
+      rec.json = JSON.parse(text);
+    } catch {}
+    const shown = text.length > 90 ? `${text.slice(0, 90)}…` : text;
+    tl.end(
+      `${response.ok ? c.green('resolved') : c.yellow('resolved')} HTTP ${response.status} after ${rec.attempts} attempt${rec.attempts === 1 ? '' : 's'}, ${ms(rec.elapsed)} ${c.dim(shown)}`,
+    );
+  } catch (error) {
+    rec.elapsed = performance.now() - t0;
+    if (abortedAt !== undefined) rec.rejectedAfterAbort = performance.now() - abortedAt;
+    // The guard fired: stop the call, or its timers would outlive the demo.
+    if (stuck) for (const r of retryers) r.abort();
+    rec.outcome = error === reason ? 'rejected:caller-reason' : `rejected:${error?.name ?? 'Error'}`;
+    rec.detail = `${error?.name}: ${error?.message}`;
+    tl.end(
+      error === reason
+        ? `${c.yellow('rejected')} with the caller's own reason (${error.name}: ${error.message}), ${ms(rec.rejectedAfterAbort)} after the abort`
+        : `${c.red('rejected')} ${describeError(error)}${giveUp ? ` (gave up: ${giveUp.reason})` : ''}`,
+    );
+  } finally {
+    clearTimeout(guard);
+    clearTimeout(abortTimer);
+  }
+
+  const [retryer] = retryers;
+  sc.report?.(rec);
+  rec.checks = [
+    [`outcome ${sc.expect.outcome}`, rec.outcome === sc.expect.outcome],
+    [`${sc.expect.attempts} attempt${sc.expect.attempts === 1 ? '' : 's'}`, rec.attempts === sc.expect.attempts],
+    ['every attempt got an AbortSignal from retryFetch', rec.signals === rec.attempts],
+    [
+      "callbacks got the call's own AsyncRetryer, idle afterwards",
+      retryers.size === 1 && retryer instanceof AsyncRetryer && retryer.store.state.isExecuting === false,
+    ],
+    ...((await sc.checks?.(rec)) ?? []),
+  ];
+  for (const [name, ok] of rec.checks.slice(4)) {
+    println(`    ${ok ? c.green('✓') : c.red('✗')} ${c.dim(name)}`);
+  }
+  rec.seen = sc.seen?.();
+  rec.ok = rec.checks.every(([, ok]) => ok);
+  return rec;
+}
+
 // ── the retry storm ─────────────────────────────────────────────────────────
 
 async function storm(server, { clients, budget }) {
@@ -437,6 +730,11 @@ try {
   // the first attempt's timing below is not the cost of loading undici.
   await (await fetch(`${server.url}/ok?key=warm-up`)).text();
   for (const sc of scenarios(server, deadPort)) results.push(await runScenario(sc));
+
+  println();
+  println(`${c.bold(c.cyan('■'))} ${c.bold('retryFetch(options): the same server through a fetch that retries')}`);
+  println(c.dim("  It has fetch's signature and contract: resolves a Response (the last one when retries run out), rejects as fetch does."));
+  for (const sc of fetchScenarios(server)) results.push(await runFetchScenario(sc));
 
   println();
   println(`${c.bold(c.cyan('▶'))} ${c.bold('Retry storm: 20 clients against a backend that is down (always 503)')}`);
@@ -510,7 +808,7 @@ const leftovers = process
 // The watchdog above is unref'd and so not listed; anything else is a leak.
 const passed = results.filter((r) => r.ok).length;
 const elapsedMs = Math.round(performance.now() - demoStart);
-const ok = !fatal && passed === results.length && results.length === 13 && leftovers.length === 0;
+const ok = !fatal && passed === results.length && results.length === 18 && leftovers.length === 0;
 println();
 println(
   `${ok ? c.green('✓') : c.red('✗')} ${passed}/${results.length} scenarios reached their expected outcome` +
@@ -530,6 +828,7 @@ println(
       outcome: r.outcome,
       expected: r.expect ?? r.expectText,
       failedChecks: r.checks.filter(([, ok]) => !ok).map(([n]) => n),
+      seen: r.seen,
     })),
   })}`,
 );

@@ -22,10 +22,18 @@
 //   /hang                        never answers (until the client gives up)
 //   /notfound                    404, which no retry can fix
 //   /down                        always 503 without Retry-After: a dead backend
+//   /orders?fails=N              POST only: 503 (no Retry-After) N times, then
+//                                201; the answer says how many requests this
+//                                key received, and the log records each one's
+//                                Idempotency-Key
+//   /hash?fails=N&status=S       reads the whole request body and logs its
+//                                sha256 and size, answers `status` (500) N
+//                                times, then 200 with every hash it received
 //
 // Every response carries `Connection: close`, so no idle keep-alive socket
 // outlives a request on either side.
 
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 
@@ -116,6 +124,35 @@ export async function startFlakyServer({ port = 0, host = '127.0.0.1' } = {}) {
         return send(404, { error: 'no such thing' });
       case '/down':
         return send(503, { error: 'backend down' });
+      case '/orders': {
+        entry.method = req.method;
+        entry.idempotencyKey = req.headers['idempotency-key'] ?? null;
+        if (req.method !== 'POST') return send(405, { error: 'POST only' }, { allow: 'POST' });
+        // Drained before answering, so the client is never cut off mid-upload.
+        req.resume();
+        return req.on('end', () =>
+          failing
+            ? send(503, { error: 'order service briefly unavailable', request: n })
+            : send(201, { ok: true, key, order: `ord-${key}`, requestsReceived: n }),
+        );
+      }
+      case '/hash': {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        req.on('data', (chunk) => {
+          hash.update(chunk);
+          bytes += chunk.length;
+        });
+        return req.on('end', () => {
+          entry.method = req.method;
+          entry.sha256 = hash.digest('hex');
+          entry.bytes = bytes;
+          const received = log.filter((e) => e.key === key && e.sha256).map(({ n: i, sha256, bytes: b }) => ({ n: i, sha256, bytes: b }));
+          return failing
+            ? send(Number(q.get('status') ?? 500), { error: 'transient failure', request: n, received })
+            : send(200, { ok: true, key, request: n, received });
+        });
+      }
       default:
         return send(404, { error: 'unknown endpoint' });
     }

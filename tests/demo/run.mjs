@@ -1,7 +1,9 @@
 // Runs `node demo/run.mjs` as a child process and checks that the demo
 // (1) exits by itself, with code 0, well within a minute;
 // (2) reports, in its machine-readable `DEMO-RESULT {json}` line, that every
-//     scenario reached its expected outcome and nothing was left behind;
+//     scenario reached its expected outcome and nothing was left behind,
+//     and the retryFetch scenarios did what the server saw (requests,
+//     statuses, Idempotency-Key, body hashes), not only what the client says;
 // (3) leaves no process behind (its process group is empty afterwards) and
 //     no server listening on the port it used;
 // (4) prints no colour codes when stdout is not a TTY.
@@ -79,6 +81,7 @@ if (result) {
   const expectedIds = [
     'flaky', 'retry-after-seconds', 'rate-limited', 'retry-after-date', 'reset', 'slow-deadline',
     'slow-per-try', 'hang', 'not-found', 'refused', 'cancel', 'storm-no-budget', 'storm-budget',
+    'fetch-retry-after', 'fetch-post-no-key', 'fetch-post-idempotent', 'fetch-body-intact', 'fetch-caller-abort',
   ];
   check(
     'every scenario ran',
@@ -105,6 +108,36 @@ if (result) {
       budget.attempts < free.attempts / 2,
     );
   }
+  // retryFetch, as the server saw it: the demo reports the server's own log
+  // in `seen`, so a client that miscounts its attempts cannot pass here.
+  const fetchExpect = {
+    'fetch-retry-after': { outcome: 'resolved:200', attempts: 2, statuses: [503, 200] },
+    'fetch-post-no-key': { outcome: 'resolved:503', attempts: 1, statuses: [503] },
+    'fetch-post-idempotent': { outcome: 'resolved:201', attempts: 3, statuses: [503, 503, 201] },
+    'fetch-body-intact': { outcome: 'resolved:200', attempts: 3, statuses: [500, 500, 200] },
+    'fetch-caller-abort': { outcome: 'rejected:caller-reason', attempts: 1, statuses: [503] },
+  };
+  for (const [id, want] of Object.entries(fetchExpect)) {
+    const s = scenarios.find((x) => x.id === id);
+    const seen = s?.seen;
+    check(
+      `retryFetch ${id}: ${want.outcome}, the server saw ${want.attempts} request(s): ${want.statuses.join(' ')}`,
+      s?.outcome === want.outcome &&
+        s?.attempts === want.attempts &&
+        seen?.requests === want.attempts &&
+        JSON.stringify(seen?.statuses) === JSON.stringify(want.statuses),
+      `got ${JSON.stringify({ outcome: s?.outcome, attempts: s?.attempts, seen })}`,
+    );
+  }
+  const idem = scenarios.find((x) => x.id === 'fetch-post-idempotent')?.seen;
+  check('retryFetch: every POST attempt carried the same Idempotency-Key', idem?.sameIdempotencyKey === true, JSON.stringify(idem));
+  const body = scenarios.find((x) => x.id === 'fetch-body-intact')?.seen;
+  check(
+    'retryFetch: the body arrived intact on every attempt (server sha256 = sent sha256)',
+    typeof body?.sent === 'string' && body.received?.length === 3 && body.received.every((h) => h === body.sent),
+    JSON.stringify(body),
+  );
+
   check('the demo reports no leftover sockets or timers', Array.isArray(result.leftovers) && result.leftovers.length === 0, String(result.leftovers));
 
   // Its server must be closed: connecting to its port is refused.
