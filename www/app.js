@@ -74,6 +74,7 @@ const FEATURES = {
   fullJitter: accepts({ jitter: 'full' }),
   retryOnExecutionTimeout: accepts({ retryOnExecutionTimeout: true }),
   onGiveUp: accepts({ onGiveUp: () => {} }),
+  layers: accepts({ innerRetries: false, nested: 'passthrough', onBackoff: () => {}, onGiveUp: () => {} }),
 };
 function markUnsupported(el, what) {
   el.disabled = true;
@@ -138,17 +139,22 @@ function syncOutputs() {
   renderCode();
 }
 
-function renderCode() {
-  const p = readPolicy();
-  const code = $('code');
-  code.textContent = '';
-  const add = (text, cls) => {
+/** Appends text to `code`, in a span of class `cls` when given (highlighting). */
+function writer(code) {
+  return (text, cls) => {
     if (!cls) return code.append(text);
     const span = document.createElement('span');
     span.className = cls;
     span.textContent = text;
     code.append(span);
   };
+}
+
+function renderCode() {
+  const p = readPolicy();
+  const code = $('code');
+  code.textContent = '';
+  const add = writer(code);
   add('new ', 'k');
   add('AsyncRetryer(flaky, {\n');
   for (const [k, v] of Object.entries(p)) {
@@ -852,6 +858,355 @@ function histogram(svg, counts, { bin, bins, yMax, cls, color }) {
 }
 
 // ---------------------------------------------------------------------------
+// Layers: an app retryer over an SDK retryer over one flaky backend, run
+// twice at once, with innerRetries on (left) and off on the app's (right).
+
+const LY_ERROR = 'HTTP 503';
+const LY_SIDES = ['left', 'right'];
+let lyRuns = null; // { left, right } of the last click
+let lyFrame = 0;
+let lyRunCount = 0;
+
+function readLayers() {
+  const int = (id, lo, hi, dflt) => {
+    const v = Math.floor(Number($(id).value));
+    return Number.isFinite(v) ? Math.min(Math.max(v, lo), hi) : dflt;
+  };
+  return {
+    failureRate: Number($('lyFail').value),
+    latency: int('lyLatency', 0, 2000, 60),
+    inner: { maxAttempts: int('lyInnerAttempts', 1, 10, 3), baseWait: int('lyInnerWait', 0, 5000, 100) },
+    outer: { maxAttempts: int('lyOuterAttempts', 1, 10, 3), baseWait: int('lyOuterWait', 0, 5000, 300) },
+  };
+}
+
+function syncLayers() {
+  const rate = Number($('lyFail').value);
+  $('lyFailOut').textContent = rate >= 1 ? 'always' : rate <= 0 ? 'never' : pct(rate);
+  const cfg = readLayers();
+  for (const side of LY_SIDES) renderLayerCode(side, cfg);
+}
+
+function renderLayerCode(side, cfg) {
+  const code = $(`ly-code-${side}`);
+  code.textContent = '';
+  const add = writer(code);
+  const opts = (o, extra) => {
+    add('  { maxAttempts: ');
+    add(String(o.maxAttempts), 'n');
+    add(', baseWait: ');
+    add(String(o.baseWait), 'n');
+    if (extra) {
+      add(', innerRetries: ');
+      add('false', 'k');
+    }
+    add(' })');
+  };
+  add('const', 'k');
+  add(' sdk = ');
+  add('new', 'k');
+  add(' AsyncRetryer(backend,\n');
+  opts(cfg.inner, false);
+  add('\n');
+  add('const', 'k');
+  add(' app = ');
+  add('new', 'k');
+  add(' AsyncRetryer((req) => sdk.execute(req),\n');
+  opts(cfg.outer, side === 'right');
+}
+
+/** One side: two fresh retryers over a backend that counts its calls. */
+function runLayerSide(side, cfg, seed) {
+  const t0 = performance.now();
+  const r = { side, cfg, calls: 0, outer: [], done: false, now: () => performance.now() - t0 };
+  const rand = mulberry32(seed); // the same draws on both sides: call n fails on both or on neither
+  const current = () => r.outer[r.outer.length - 1];
+
+  const backend = () => {
+    r.calls++;
+    const o = current();
+    const a = { n: o.inner.length + 1, call: r.calls, start: r.now(), outcome: 'running' };
+    const prev = o.inner[o.inner.length - 1];
+    if (prev?.wait) prev.wait.end = a.start;
+    o.inner.push(a);
+    const fails = rand() < cfg.failureRate;
+    return new Promise((resolve, reject) => {
+      setTimeout(() => {
+        a.end = r.now();
+        if (fails) {
+          a.outcome = 'failed';
+          reject(new Error(`${LY_ERROR} Service Unavailable`));
+        } else {
+          a.outcome = 'ok';
+          resolve({ status: 200, call: a.call });
+        }
+      }, cfg.latency);
+    });
+  };
+  const common = { backoff: 'exponential', jitter: 0 };
+  const sdk = new AsyncRetryer(backend, {
+    ...common,
+    ...cfg.inner,
+    key: `layers-sdk-${side}`,
+    onRetry: (attempt) => {
+      const a = current().inner[attempt - 1];
+      if (a) a.onRetry = true;
+    },
+    onBackoff: ({ delay, attempt }) => {
+      const a = current().inner[attempt - 1];
+      if (a) a.wait = { start: r.now(), delay };
+    },
+    onGiveUp: (error, reason) => {
+      current().giveUp = reason;
+    },
+  });
+  // The app's function calls the SDK before any await: in a browser, that is
+  // what makes the SDK's flow count as started inside the app's attempt.
+  const app = new AsyncRetryer(
+    (req) => {
+      const o = { n: r.outer.length + 1, start: r.now(), inner: [], outcome: 'running' };
+      const prev = r.outer[r.outer.length - 1];
+      if (prev?.wait) prev.wait.end = o.start;
+      r.outer.push(o);
+      const p = sdk.execute(req);
+      p.then(
+        () => {
+          o.end = r.now();
+          o.outcome = 'ok';
+        },
+        (err) => {
+          o.end = r.now();
+          o.outcome = 'failed';
+          o.error = err;
+        },
+      );
+      return p;
+    },
+    {
+      ...common,
+      ...cfg.outer,
+      ...(side === 'right' ? { innerRetries: false } : {}),
+      key: `layers-app-${side}`,
+      onRetry: (attempt) => {
+        const o = r.outer[attempt - 1];
+        if (o) o.onRetry = true;
+      },
+      onBackoff: ({ delay, attempt }) => {
+        const o = r.outer[attempt - 1];
+        if (o) o.wait = { start: r.now(), delay };
+      },
+      onGiveUp: (error, reason) => {
+        r.giveUp = reason;
+      },
+    },
+  );
+  r.promise = app.execute('GET /orders').then(
+    (result) => {
+      r.result = result;
+    },
+    (err) => {
+      r.failed = true;
+      r.error = err;
+    },
+  ).finally(() => {
+    r.done = true;
+    r.endAt = r.now();
+  });
+  return r;
+}
+
+async function runLayers() {
+  const cfg = readLayers();
+  const seed = (Math.random() * 2 ** 32) >>> 0;
+  $('lyRun').disabled = true;
+  $('ly-note').textContent = 'running both sides at the same time…';
+  lyRuns = { id: ++lyRunCount, left: runLayerSide('left', cfg, seed), right: runLayerSide('right', cfg, seed) };
+  const runs = lyRuns;
+  invalidateLayers();
+  await Promise.all([runs.left.promise, runs.right.promise]);
+  if (runs !== lyRuns) return;
+  $('lyRun').disabled = false;
+  invalidateLayers();
+}
+
+function invalidateLayers() {
+  if (!lyFrame) lyFrame = requestAnimationFrame(tickLayers);
+}
+function tickLayers() {
+  lyFrame = 0;
+  renderLayers();
+  if (lyRuns && (!lyRuns.left.done || !lyRuns.right.done)) invalidateLayers();
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** "app 3 × SDK 3" when every app attempt ran the SDK the same number of times. */
+function layerMath(r) {
+  const per = r.outer.map((o) => o.inner.length);
+  if (!per.length) return '';
+  if (per.every((n) => n === per[0])) return `= app ${per.length} × SDK ${per[0]}`;
+  return `= ${per.join(' + ')} (SDK attempts per app attempt)`;
+}
+
+function renderLayers() {
+  const runs = lyRuns;
+  if (!runs) return;
+  const domain0 = Math.max(
+    ...LY_SIDES.map((k) => (runs[k].done ? runs[k].endAt : runs[k].now())),
+    400,
+  );
+  document.querySelector('[data-testid="layers"]').dataset.run = String(runs.id);
+  for (const side of LY_SIDES) {
+    const r = runs[side];
+    const fig = document.querySelector(`[data-testid="layers-${side}"]`);
+    fig.dataset.state = r.done ? 'done' : 'running';
+    $(`ly-calls-${side}`).textContent = String(r.calls);
+    $(`ly-word-${side}`).textContent = r.calls === 1 ? 'backend call' : 'backend calls';
+    $(`ly-math-${side}`).textContent = layerMath(r);
+    drawLayerChart($(`ly-chart-${side}`), r, domain0);
+    $(`ly-rows-${side}`).replaceChildren(...layerRows(r));
+    const out = $(`ly-outcome-${side}`);
+    out.className = `ly-outcome${r.done ? (r.failed ? ' failed' : ' ok') : ''}`;
+    const took = fmtMs(r.done ? r.endAt : r.now());
+    out.textContent = !r.done
+      ? `running… ${took}`
+      : r.failed
+        ? `execute() rejected after ${took}: ${errText(r.error)}`
+        : `execute() resolved after ${took} (backend call #${r.result?.call})`;
+  }
+  const { left, right } = runs;
+  const note = $('ly-note');
+  if (!left.done || !right.done) return;
+  const cfg = left.cfg;
+  const nested = right.outer.filter((o) => o.giveUp === 'nested').length;
+  if (left.calls === 1 && right.calls === 1 && !left.failed && !right.failed) {
+    note.textContent = 'The backend answered the first call, so neither layer retried: 1 request on each side. Raise the failure rate to see the layers multiply.';
+    return;
+  }
+  note.textContent =
+    `Same backend, same policies: with the SDK's retries left on, the backend got ${plural(left.calls, 'request')}` +
+    (left.calls > right.calls ? ` (retries multiply: up to ${cfg.outer.maxAttempts} × ${cfg.inner.maxAttempts})` : '') +
+    `; with innerRetries: false on the app's retryer it got ${plural(right.calls, 'request')}, ` +
+    (nested
+      ? `because the SDK made one attempt per app attempt and handed each failure straight back (onGiveUp 'nested', ${plural(nested, 'time')}), so only the app retried.`
+      : 'as only the app retries.');
+}
+
+function layerRows(r) {
+  const li = (cls, text) => {
+    const el = document.createElement('li');
+    el.className = cls;
+    const t = document.createElement('span');
+    t.textContent = text;
+    el.append(t);
+    return el;
+  };
+  /** The callbacks that ran after a failed attempt, as chips. */
+  const callbacks = (el, x) => {
+    if (!x.wait) return;
+    const chips = [...(x.onRetry ? ['onRetry'] : []), `onBackoff ${fmtMs(x.wait.delay)}`];
+    for (const c of chips) {
+      const chip = document.createElement('span');
+      chip.className = 'cb';
+      chip.textContent = c;
+      el.append(chip);
+    }
+  };
+  const items = [];
+  for (const o of r.outer) {
+    const what = o.outcome === 'running' ? 'running…' : o.outcome === 'ok' ? 'succeeded' : `failed (${LY_ERROR})`;
+    const row = li(`ly-outer ${o.outcome}`, `app attempt ${o.n} — ${what}`);
+    callbacks(row, o);
+    const sub = document.createElement('ol');
+    for (const a of o.inner) {
+      const res = a.outcome === 'running' ? 'waiting…' : a.outcome === 'ok' ? '200 OK' : LY_ERROR.replace('HTTP ', '');
+      const el = li(`ly-inner ${a.outcome}`, `SDK attempt ${a.n} — call #${a.call}: ${res}`);
+      callbacks(el, a);
+      sub.append(el);
+    }
+    if (o.giveUp) {
+      const why = o.giveUp === 'nested' ? ': passed straight back' : '';
+      const g = li(`ly-giveup${o.giveUp === 'nested' ? ' nested' : ''}`, `SDK onGiveUp('${o.giveUp}')${why}`);
+      g.dataset.reason = o.giveUp;
+      sub.append(g);
+    }
+    row.append(sub);
+    items.push(row);
+  }
+  if (r.done && r.giveUp) {
+    const g = li('ly-giveup final', `app onGiveUp('${r.giveUp}')`);
+    g.dataset.reason = r.giveUp;
+    items.push(g);
+  }
+  return items;
+}
+
+function drawLayerChart(svg, r, domain0) {
+  svg.replaceChildren();
+  const W = Math.max(svg.clientWidth || 420, 240);
+  const laneH = 22;
+  const top = 20;
+  const H = top + 2 * laneH + 4;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const defs = s('defs');
+  const pat = s('pattern', { id: `hatch-${r.side}`, width: 5, height: 5, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' });
+  pat.append(s('rect', { width: 5, height: 5, fill: '#eef1f6' }), s('line', { x1: 0, y1: 0, x2: 0, y2: 5, stroke: '#b8c1d3', 'stroke-width': 1.6 }));
+  defs.append(pat);
+  svg.append(defs);
+  const left = 38;
+  const right = 8;
+  const plotW = W - left - right;
+  const step = niceStep(domain0 / 5);
+  const domain = Math.ceil((domain0 * 1.02) / step) * step;
+  const x = (t) => left + (Math.min(t, domain) / domain) * plotW;
+  const now = r.done ? r.endAt : r.now();
+  for (let t = 0; t <= domain + 1e-6; t += step) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: top - 4, y2: H - 2, class: 'grid' }));
+    const anchor = t === 0 ? 'start' : x(t) > W - right - 20 ? 'end' : 'middle';
+    svg.append(s('text', { x: x(t), y: 11, 'text-anchor': anchor, class: 'axis' }, fmtAxis(t, step)));
+  }
+  const lanes = [
+    ['app', r.outer],
+    ['SDK', r.outer.flatMap((o) => o.inner)],
+  ];
+  lanes.forEach(([name, attempts], i) => {
+    const y = top + i * laneH;
+    svg.append(s('rect', { x: left, y: y + 3, width: plotW, height: laneH - 6, rx: 3, class: 'lane' }));
+    svg.append(s('text', { x: 2, y: y + laneH / 2 + 4, class: 'lane-label' }, name));
+    for (const a of attempts) {
+      const end = a.end ?? now;
+      const rect = s('rect', { x: x(a.start), y: y + 4, width: Math.max(x(end) - x(a.start), 2), height: laneH - 8, rx: 2, class: `fill-${a.outcome}` });
+      rect.append(s('title', {}, `${name} attempt ${a.n}${a.call ? ` (backend call #${a.call})` : ''}: ${a.outcome}`));
+      svg.append(rect);
+      if (a.wait) {
+        const wEnd = a.wait.end ?? (r.done ? a.wait.start : now);
+        svg.append(s('rect', { x: x(a.wait.start), y: y + 6, width: Math.max(x(wEnd) - x(a.wait.start), 1), height: laneH - 12, rx: 2, class: 'fill-wait', style: `fill: url(#hatch-${r.side})` }));
+      }
+    }
+  });
+  if (!r.done) svg.append(s('line', { x1: x(now), x2: x(now), y1: top - 4, y2: H - 2, class: 'now' }));
+}
+
+function initLayers() {
+  const box = document.querySelector('[data-testid="layers"]');
+  if (!FEATURES.layers) {
+    box.classList.add('unsupported');
+    $('ly-note').textContent = 'innerRetries and onBackoff are not in this build of retry-wasm yet.';
+    return;
+  }
+  for (const el of box.querySelectorAll('.layers-controls input')) el.addEventListener('input', syncLayers);
+  $('lyRun').addEventListener('click', () => runLayers());
+  syncLayers();
+  for (const side of LY_SIDES) {
+    const svg = $(`ly-chart-${side}`);
+    const W = Math.max(svg.clientWidth || 420, 240);
+    svg.setAttribute('viewBox', `0 0 ${W} 68`);
+    svg.replaceChildren(s('text', { x: W / 2, y: 38, 'text-anchor': 'middle', class: 'empty' }, 'app and SDK attempts appear here'));
+  }
+  $('lyRun').disabled = false;
+}
+
+// ---------------------------------------------------------------------------
 // Wiring
 
 let herdTimer = 0;
@@ -873,6 +1228,7 @@ $('run').addEventListener('click', () => startRun());
 $('abort').addEventListener('click', () => retryer?.abort());
 addEventListener('resize', () => {
   invalidate();
+  invalidateLayers();
   scheduleHerd();
 });
 
@@ -881,6 +1237,7 @@ renderState(new AsyncRetryer(async () => {}).store.state);
 storeUpdates = 0;
 $('store-note').innerHTML = 'live through <code>store.subscribe</code>';
 invalidate();
+initLayers();
 await updateHerd();
 $('run').disabled = false;
 document.body.dataset.ready = 'true';

@@ -181,6 +181,74 @@ try {
     check('state panel: executionCount counted the success', Number(count) >= 1, count);
   }
 
+  // The layers panel: an app retryer over an SDK retryer over one backend,
+  // run with innerRetries on (left) and off on the app's retryer (right).
+  const layers = await tab.evaluate(() => {
+    const box = document.querySelector('[data-testid="layers"]');
+    if (!box) return null;
+    const rect = (sel) => box.querySelector(sel)?.getBoundingClientRect().toJSON();
+    return {
+      visible: box.getBoundingClientRect().height > 100,
+      left: document.querySelector('[data-testid="layers-left"] figcaption')?.textContent,
+      right: document.querySelector('[data-testid="layers-right"] figcaption')?.textContent,
+      hint: box.querySelector('.hint')?.textContent ?? '',
+      run: !document.querySelector('[data-testid="layers-run"]')?.disabled,
+      boxes: [rect('[data-testid="layers-left"]'), rect('[data-testid="layers-right"]')],
+    };
+  });
+  check('layers: panel renders with both sides', layers?.visible && /innerRetries: true/.test(layers.left) && /innerRetries: false/.test(layers.right), JSON.stringify(layers));
+  check('layers: the two sides sit side by side', layers && layers.boxes[0] && layers.boxes[1] && layers.boxes[0].right <= layers.boxes[1].left && Math.abs(layers.boxes[0].top - layers.boxes[1].top) < 1, JSON.stringify(layers?.boxes));
+  check('layers: the panel says browsers only cover what runs before the first await', /before (any|its first) await/.test(layers?.hint ?? ''), layers?.hint);
+  check('layers: Run both is enabled', layers?.run);
+  const layersRun = async () => {
+    const prev = await tab.$eval('[data-testid="layers"]', (el) => Number(el.dataset.run ?? 0));
+    await tab.click('[data-testid="layers-run"]');
+    const done = await tab
+      .waitForFunction((n) => {
+        const box = document.querySelector('[data-testid="layers"]');
+        return Number(box.dataset.run ?? 0) > n && [...box.querySelectorAll('.layer-side')].every((f) => f.dataset.state === 'done') && !document.querySelector('[data-testid="layers-run"]').disabled;
+      }, prev, { timeout: 30_000 })
+      .then(() => true, () => false);
+    return {
+      done,
+      ...(await tab.evaluate(() => {
+        const side = (k) => ({
+          calls: Number(document.querySelector(`[data-testid="layers-calls-${k}"]`).textContent),
+          outer: document.querySelectorAll(`[data-testid="layers-rows-${k}"] > li.ly-outer`).length,
+          inner: document.querySelectorAll(`[data-testid="layers-rows-${k}"] li.ly-inner`).length,
+          innerGiveUps: [...document.querySelectorAll(`[data-testid="layers-rows-${k}"] li.ly-outer li.ly-giveup`)].map((li) => li.dataset.reason),
+          innerText: [...document.querySelectorAll(`[data-testid="layers-rows-${k}"] li.ly-outer li.ly-giveup`)].map((li) => li.textContent).join(' | '),
+          appGiveUp: document.querySelector(`[data-testid="layers-rows-${k}"] > li.ly-giveup.final`)?.dataset.reason ?? null,
+          outcome: document.querySelector(`[data-testid="layers-outcome-${k}"]`).textContent,
+        });
+        return { left: side('left'), right: side('right'), note: document.querySelector('[data-testid="layers-note"]').textContent };
+      })),
+    };
+  };
+  // A backend that never fails: one call on each side.
+  await setValue(tab, '#lyFail', '0');
+  const healthy = await layersRun();
+  check('layers: a healthy backend gets one call on each side', healthy.done && healthy.left.calls === 1 && healthy.right.calls === 1 && /resolved/.test(healthy.left.outcome) && /resolved/.test(healthy.right.outcome), JSON.stringify(healthy));
+  // An always-failing backend, 3 × 3: 9 calls on the left, 3 on the right.
+  await setValue(tab, '#lyFail', '1');
+  await tab.fill('#lyInnerAttempts', '3');
+  await tab.fill('#lyOuterAttempts', '3');
+  const down = await layersRun();
+  check('layers: the always-failing run finishes on both sides', down.done, JSON.stringify(down));
+  check('layers: innerRetries on, the backend gets 3 × 3 = 9 calls', down.left.calls === 9 && down.left.outer === 3 && down.left.inner === 9, JSON.stringify(down.left));
+  check('layers: innerRetries false on the app, the backend gets 3 calls', down.right.calls === 3 && down.right.outer === 3 && down.right.inner === 3, JSON.stringify(down.right));
+  check("layers: the SDK gives up with 'nested' on the right, every time", down.right.innerGiveUps.length === 3 && down.right.innerGiveUps.every((r) => r === 'nested') && /onGiveUp\('nested'\)/.test(down.right.innerText), JSON.stringify(down.right.innerGiveUps));
+  check("layers: the SDK's own retries run out on the left (attempts-exhausted, never 'nested')", down.left.innerGiveUps.length === 3 && down.left.innerGiveUps.every((r) => r === 'attempts-exhausted'), JSON.stringify(down.left.innerGiveUps));
+  check('layers: the app gives up on both sides and execute() rejects', down.left.appGiveUp === 'attempts-exhausted' && down.right.appGiveUp === 'attempts-exhausted' && /rejected/.test(down.left.outcome) && /rejected/.test(down.right.outcome), JSON.stringify([down.left.outcome, down.right.outcome]));
+  check('layers: the note compares 9 and 3 requests', /9 requests/.test(down.note) && /3 requests/.test(down.note), down.note);
+  const spill = await tab.evaluate(() =>
+    [...document.querySelectorAll('[data-testid="layers"] .layer-side, [data-testid="layers"] .layer-side *, [data-testid="layers"] .layers-controls')]
+      .filter((el) => !(el instanceof SVGElement) || el.tagName === 'svg')
+      .filter((el) => el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible' || (el.getBoundingClientRect().right > el.closest('.layer-side, .layers-controls').getBoundingClientRect().right + 1))
+      .map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''}`),
+  );
+  check('layers: nothing in the panel overflows its column', spill.length === 0, JSON.stringify(spill));
+
   // Layout at 1280x900: nothing wider than the viewport.
   const overflow = await tab.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   check('no horizontal overflow at 1280x900', overflow <= 0, `${overflow}px`);
