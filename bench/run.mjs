@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // Side-by-side benchmarks of retry-wasm against @tanstack/pacer, p-retry,
-// cockatiel, exponential-backoff and async-retry. See bench/README.md.
+// cockatiel, exponential-backoff and async-retry, and of retryFetch against
+// ky and got (the http case). See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,memory,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,http,memory,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
-//                      [--load-runs=N]
+//                      [--load-runs=N] [--http-requests=N] [--http-runs=N]
+//                      [--http-chunk=N]
 //                      [--libs=id,id,...] [--json-out=FILE] [--stub-clock]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
@@ -22,6 +24,7 @@ import { fmtInt, fmtNum, fmtRatio, spreadPct, summarize, table } from './lib/sta
 import { PER_CALL_CASES, runPerCallCase } from './cases/per-call.mjs';
 import { LOAD_IDS, runLoadCase } from './cases/load.mjs';
 import { MEMORY_IDS, runMemoryCase } from './cases/memory.mjs';
+import { HTTP_IDS, HTTP_LABELS, HTTP_PEERS, runHttpCase } from './cases/http.mjs';
 import { measureSizes, formatSizes } from './size.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
@@ -45,13 +48,16 @@ const quick = flag('quick');
 // none). Only the success case, whose flows arm no timer.
 const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,memory,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,http,memory,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
   flows: Number(opt('flows', quick ? 2000 : 10_000)),
   loadRuns: quick ? 2 : Number(opt('load-runs', 8)),
   passes: Number(opt('passes', quick ? 1 : 2)),
+  httpRequests: Number(opt('http-requests', quick ? 300 : 1000)),
+  httpRuns: Number(opt('http-runs', quick ? 2 : 8)),
+  httpChunk: Number(opt('http-chunk', 100)),
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
 };
@@ -99,7 +105,9 @@ log(`config: ${JSON.stringify(config)}`);
 if (stubClock) log('NOTE: --stub-clock: Date.now() returns one constant in this run; a diagnostic of the success path without clock reads, not the target\'s figure.');
 
 // --libs=a,b restricts the libraries (ids: direct, retry-wasm, retry-wasm-retryer,
-// cockatiel, async-retry, exponential-backoff, p-retry, pacer, pacer-retryer).
+// cockatiel, async-retry, exponential-backoff, p-retry, pacer, pacer-retryer;
+// for the http case: retry-wasm, ky, got, and the fetch-loop baseline, kept
+// like direct).
 const only = opt('libs', null)?.split(',').map((s) => s.trim());
 const keep = (a) => !only || only.includes(a.id) || a.id === 'direct';
 const peers = peerAdapters().filter(keep);
@@ -108,7 +116,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, memory: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, http: null, memory: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -130,6 +138,18 @@ if (config.cases.includes('load')) {
   const load = await runLoadCase({ ids, flows: config.flows, runs: config.loadRuns, passes: config.passes, log });
   if (Object.keys(load.errors).length) failed = true;
   report.load = load;
+  log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- http case
+if (config.cases.includes('http')) {
+  const ids = HTTP_IDS.filter((id) => (id !== 'retry-wasm' || rw.mod) && (!only || only.includes(id) || id === 'fetch-loop'));
+  log(`\n[http] ${config.httpRequests.toLocaleString('en-US')} sequential GETs per library to a local server failing every third request (503), 3 attempts, 1 ms waits; ` +
+    `one client process, libraries interleaved in chunks of ${config.httpChunk}, ${config.httpRuns} runs...`);
+  const t0 = performance.now();
+  const httpCase = await runHttpCase({ ids, requests: config.httpRequests, chunk: config.httpChunk, runs: config.httpRuns, log });
+  if (Object.keys(httpCase.errors).length) failed = true;
+  report.http = httpCase;
   log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 
@@ -157,6 +177,16 @@ function pairedRatio(a, b) {
   const r = [];
   for (let i = 0; i < n; i++) r.push(a.samples[i] / b.samples[i]);
   return summarize(r).median;
+}
+
+// Median over runs of f(a[run], b[run]) (the http case's samples of one run
+// are interleaved with each other).
+function pairedStat(a, b, f) {
+  if (!a || !b) return null;
+  const n = Math.min(a.length, b.length);
+  const r = [];
+  for (let i = 0; i < n; i++) r.push(f(a[i], b[i]));
+  return n ? summarize(r).median : null;
 }
 
 function fastestPeer(results, metric = (r) => r.median, filter = () => true) {
@@ -224,6 +254,31 @@ if (report.load) {
   log(`heap = (heapUsed + external) after starting all flows, minus the baseline, after gc(); external includes wasm memory.`);
 }
 
+if (report.http) {
+  const { results, errors, requests } = report.http;
+  const base = results['fetch-loop'];
+  const rows = [];
+  for (const id of HTTP_IDS) {
+    if (only && !only.includes(id) && id !== 'fetch-loop') continue;
+    const r = results[id];
+    if (!r) {
+      rows.push([HTTP_LABELS[id], '—', '', '', '', '—', '', '', errors[id] ? errors[id].split('\n')[0].slice(0, 100) : id === 'retry-wasm' && !rw.mod ? 'not available' : '']);
+      continue;
+    }
+    const sr = r.serverRequests;
+    const isBase = id === 'fetch-loop';
+    // Paired: per run, this library's wall minus the baseline's from the same run.
+    const over = base && !isBase ? `${fmtNum((pairedStat(report.http.samples[id].wallMs, report.http.samples['fetch-loop'].wallMs, (a, b) => a - b) / requests) * 1000, 0)} µs` : '';
+    const vsBase = base && !isBase ? fmtRatio(pairedStat(report.http.samples[id].wallMs, report.http.samples['fetch-loop'].wallMs, (a, b) => a / b)) : '';
+    rows.push([HTTP_LABELS[id], fmtInt(r.wallMs.median), `${fmtNum(spreadPct(r.wallMs), 0)}%`, fmtInt(r.wallMs.min), fmtInt(r.wallMs.max),
+      sr.min === sr.max ? fmtInt(sr.min) : `${fmtInt(sr.min)}-${fmtInt(sr.max)}`, vsBase, over, '']);
+  }
+  log(`\nHTTP: ${requests.toLocaleString('en-US')} sequential GETs per library, the server failing every third request with a 503; 3 attempts, 1 ms waits; ` +
+    `libraries interleaved in chunks of ${report.http.chunk}; medians of ${report.http.runs} runs (vs baseline: paired, median over runs)`);
+  log(table(['library', 'wall ms', 'IQR', 'min', 'max', 'requests received', 'vs baseline', 'over baseline per GET', 'notes'], rows, 'lrrrrrrrl'));
+  log(`each library with figures ended every run with ${requests.toLocaleString('en-US')} 200s read by the caller; "requests received" counts what the server got per run.`);
+}
+
 if (report.memory) {
   const { results, errors, targetBytes } = report.memory;
   const rows = [];
@@ -288,6 +343,29 @@ if (report.load && report.load.results['retry-wasm']) {
   }
   ratios.load = out;
 }
+if (report.http && report.http.results['retry-wasm']) {
+  const { results } = report.http;
+  const w = results['retry-wasm'];
+  let best = null;
+  for (const id of HTTP_PEERS) if (results[id] && (!best || results[id].wallMs.median < results[best].wallMs.median)) best = id;
+  const base = results['fetch-loop'];
+  const S = report.http.samples;
+  // Paired like the per-call cases: per run, retry-wasm's wall over the other
+  // library's from the same run (interleaved chunk by chunk), then the median.
+  const vs = {};
+  for (const id of [...HTTP_PEERS, 'fetch-loop']) if (S[id]) vs[id] = pairedStat(S['retry-wasm'].wallMs, S[id].wallMs, (a, b) => a / b);
+  ratios.http = {
+    wallMs: w.wallMs.median,
+    bestPeer: best,
+    bestPeerWallMs: best ? results[best].wallMs.median : null,
+    vsBestPeer: best ? vs[best] : null,
+    vsBestPeerOfMedians: best ? w.wallMs.median / results[best].wallMs.median : null,
+    vsPeers: Object.fromEntries(HTTP_PEERS.filter((id) => vs[id] != null).map((id) => [id, vs[id]])),
+    vsBaseline: base ? vs['fetch-loop'] : null,
+    requestsReceived: w.serverRequests.median,
+  };
+  ratioRows.push(['http wall ms', 'retry-wasm retryFetch', fmtInt(w.wallMs.median), best ? `${best} (${fmtInt(results[best].wallMs.median)})` : '—', fmtRatio(ratios.http.vsBestPeer), '—', '—']);
+}
 if (report.size?.retryWasm?.available) {
   const rs = report.size.retryWasm;
   const peerGz = Object.entries(report.size.peers).filter(([, p]) => !p.error);
@@ -322,6 +400,10 @@ if (ratioRows.length) {
     if (g != null) log(`  ${c}: the settlable floor (a promise that can settle before the function's, plus the 2 reads) is ${fmtRatio(g)} the fastest peer here`);
   }
   if (perCallCases.includes('success')) log('  success: both floors bound both retry-wasm rows (each success reads the clock twice)');
+  if (ratios.http) {
+    const parts = [...Object.entries(ratios.http.vsPeers).map(([id, x]) => `${fmtRatio(x)} ${id}`), ratios.http.vsBaseline != null ? `${fmtRatio(ratios.http.vsBaseline)} the fetch loop` : null].filter(Boolean);
+    log(`  http: paired by run (the libraries take turns chunk by chunk within a run): retry-wasm is ${parts.join(', ')}`);
+  }
 } else {
   log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {

@@ -30,7 +30,7 @@ import { table, fmtBytes } from './lib/stats.mjs';
 // npm test fails when the download grows past the enforced ceiling, so it
 // cannot creep; the goal is the size the project aims for (36 KiB gzipped,
 // wasm and JavaScript together).
-export const SIZE_BUDGET_GZIP = 42 * 1024;
+export const SIZE_BUDGET_GZIP = 56 * 1024;
 export const SIZE_GOAL_GZIP = 36 * 1024;
 // RETRY_WASM_WASM_FILE overrides the path (only for exercising the harness).
 export const WASM_PATH = process.env.RETRY_WASM_WASM_FILE
