@@ -8,6 +8,7 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::options::check_non_negative;
 use super::retry_after;
 
 /// Methods retried by default: the idempotent ones of RFC 9110 §9.2.2.
@@ -90,11 +91,7 @@ pub fn check_status(code: f64) -> Result<u16, HttpError> {
 
 /// `maxRetryAfter`: not negative, not NaN (Infinity: no limit).
 pub fn check_max_retry_after(ms: f64) -> Result<f64, HttpError> {
-    if ms >= 0.0 {
-        Ok(ms + 0.0)
-    } else {
-        Err(HttpError::MaxRetryAfter)
-    }
+    check_non_negative(ms).map_err(|_| HttpError::MaxRetryAfter)
 }
 
 /// What a request is, as far as sending it again goes.

@@ -264,12 +264,6 @@ impl Machine {
         self.flow.as_ref().is_some_and(|f| f.forbids_inner)
     }
 
-    /// The attempt the active flow is at (during a wait, the one that
-    /// failed); `None` without an active flow.
-    pub fn attempt(&self) -> Option<u32> {
-        self.flow.as_ref().map(|f| f.attempt)
-    }
-
     /// The generation of the newest `execute()`.
     pub fn last_gen(&self) -> u32 {
         self.last_gen

@@ -39,16 +39,22 @@ pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
             }
         }
     }
+    must_be(&label, e.expect.words(), &shown, e.kind)
+}
+
+/// "option 'label' must be words; got value", as a `TypeError` or a
+/// `RangeError` (`kind`).
+pub fn must_be(label: &str, words: &str, value: &JsValue, kind: ErrorKind) -> JsValue {
     let message = [
         "option '",
-        &label,
+        label,
         "' must be ",
-        e.expect.words(),
+        words,
         "; got ",
-        &show(&shown),
+        &show(value),
     ]
     .concat();
-    match e.kind {
+    match kind {
         ErrorKind::Type => type_error(&message),
         ErrorKind::Range => range_error(&message),
     }

@@ -24,11 +24,11 @@ use super::js;
 use super::options::{self, Given};
 use super::pump::Inner;
 use super::retryer::AsyncRetryer;
-use super::values::{self, show};
+use super::values;
 use crate::core::budget::Budget;
 use crate::core::effect::{AbortReason, Outcome};
 use crate::core::http::{self, HttpPolicy, RequestKind};
-use crate::core::options::{Opt, Policy, Throw};
+use crate::core::options::{ErrorKind, Opt, Policy, Throw};
 
 /// What every call of one `retryFetch` function shares.
 pub struct FetchConfig {
@@ -110,17 +110,20 @@ fn configure(options: &JsValue) -> Result<FetchConfig, JsValue> {
             "maxRetryAfter" => {
                 if !value.is_undefined() {
                     let ms = value.as_f64().ok_or_else(|| {
-                        own_error(name, http::HttpError::MaxRetryAfter, value, true)
+                        errors::must_be(
+                            name,
+                            http::HttpError::MaxRetryAfter.words(),
+                            value,
+                            ErrorKind::Type,
+                        )
                     })?;
                     http.max_retry_after = http::check_max_retry_after(ms)
-                        .map_err(|e| own_error(name, e, value, false))?;
+                        .map_err(|e| errors::must_be(name, e.words(), value, ErrorKind::Range))?;
                 }
             }
             _ => {
                 if !value.is_undefined() && !value.is_function() {
-                    return Err(errors::type_error(
-                        &["option 'fetch' must be a function; got ", &show(value)].concat(),
-                    ));
+                    return Err(errors::must_be(name, "a function", value, ErrorKind::Type));
                 }
                 fetch = value.clone();
             }
@@ -173,20 +176,7 @@ type Entries = (Vec<Given>, Vec<(&'static str, JsValue)>);
 fn read(options: &JsValue) -> Result<Entries, JsValue> {
     let mut given = Vec::new();
     let mut own = Vec::new();
-    if options.is_undefined() {
-        return Ok((given, own));
-    }
-    if !options.is_object() || options.is_function() {
-        return Err(errors::type_error(
-            &["retryFetch options must be an object; got ", &show(options)].concat(),
-        ));
-    }
-    let keys =
-        js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
-    for key in keys.iter() {
-        let name: String = key.as_string().unwrap_or_default();
-        let value = values::get_key(options, &key)
-            .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
+    options::read_entries(options, "retryFetch options", |name, value| {
         if let Some(own_name) = OWN.iter().find(|n| **n == name) {
             own.push((*own_name, value));
         } else if name == "throwOnError" {
@@ -198,7 +188,8 @@ fn read(options: &JsValue) -> Result<Entries, JsValue> {
         } else {
             return Err(errors::unknown_option(&name, &value));
         }
-    }
+        Ok(())
+    })?;
     Ok((given, own))
 }
 
@@ -220,17 +211,7 @@ fn list<T>(
         } else {
             "an array of integer status codes from 100 to 599"
         };
-        return Err(errors::type_error(
-            &[
-                "option '",
-                name,
-                "' must be ",
-                words,
-                "; got ",
-                &show(value),
-            ]
-            .concat(),
-        ));
+        return Err(errors::must_be(name, words, value, ErrorKind::Type));
     }
     let len = values::length_of(value).unwrap_or(0);
     let mut out = Vec::with_capacity(len as usize);
@@ -242,45 +223,29 @@ fn list<T>(
             Err(e) => {
                 let index = js::string_of(&i.into()).unwrap_or_default();
                 let label = [name, "[", &index, "]"].concat();
-                let message = [
-                    "option '",
-                    &label,
-                    "' must be ",
-                    e.words(),
-                    "; got ",
-                    &show(&entry),
-                ]
-                .concat();
                 let wrong_type = if numbers {
                     entry.as_f64().is_none()
                 } else {
                     entry.as_string().is_none()
                 };
-                return Err(if wrong_type {
-                    errors::type_error(&message)
-                } else {
-                    errors::range_error(&message)
-                });
+                return Err(errors::must_be(
+                    &label,
+                    e.words(),
+                    &entry,
+                    kind_of(wrong_type),
+                ));
             }
         }
     }
     Ok(out)
 }
 
-fn own_error(name: &str, e: http::HttpError, value: &JsValue, wrong_type: bool) -> JsValue {
-    let message = [
-        "option '",
-        name,
-        "' must be ",
-        e.words(),
-        "; got ",
-        &show(value),
-    ]
-    .concat();
+/// A `TypeError` for a value of the wrong type, else a `RangeError`.
+fn kind_of(wrong_type: bool) -> ErrorKind {
     if wrong_type {
-        errors::type_error(&message)
+        ErrorKind::Type
     } else {
-        errors::range_error(&message)
+        ErrorKind::Range
     }
 }
 

@@ -59,10 +59,7 @@ impl Flow {
 
     /// A copy of the latest outcome (the flow keeps its own).
     pub fn value(&self) -> JsValue {
-        let v = self.value.take();
-        let copy = v.clone();
-        self.value.set(v);
-        copy
+        peek(&self.value)
     }
 
     /// Records what a callback or option function threw, unless something
@@ -82,6 +79,14 @@ impl Flow {
         let signal = ctrl.signal();
         self.controller.set(Some((a, ctrl)));
         Some(signal)
+    }
+
+    /// Whether the running attempt's controller was made.
+    pub fn has_controller(&self) -> bool {
+        let c = self.controller.take();
+        let has = c.is_some();
+        self.controller.set(c);
+        has
     }
 
     /// Drops the controller of an attempt other than `attempt`.
@@ -104,4 +109,12 @@ impl Flow {
             ctrl.abort_with_reason(reason);
         }
     }
+}
+
+/// A copy of a cell's value, leaving it in place.
+pub fn peek(cell: &Cell<JsValue>) -> JsValue {
+    let v = cell.take();
+    let copy = v.clone();
+    cell.set(v);
+    copy
 }

@@ -40,27 +40,43 @@ pub struct Extras {
 /// order. `undefined` reads as no options; anything else that is not an
 /// object, an unknown name, or a read that throws is a `TypeError`.
 pub fn read(options: &JsValue) -> Result<Vec<Given>, JsValue> {
-    if options.is_undefined() {
-        return Ok(Vec::new());
-    }
-    if !options.is_object() || options.is_function() {
-        return Err(errors::type_error(
-            &["options must be an object; got ", &values::show(options)].concat(),
-        ));
-    }
-    let keys =
-        js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
-    let mut given = Vec::with_capacity(keys.length() as usize);
-    for key in keys.iter() {
-        let name: String = key.as_string().unwrap_or_default();
-        let value = values::get_key(options, &key)
-            .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
+    let mut given = Vec::new();
+    read_entries(options, "options", |name, value| {
         let Some(opt) = Opt::from_name(&name) else {
             return Err(errors::unknown_option(&name, &value));
         };
         given.push(Given { opt, value });
-    }
+        Ok(())
+    })?;
     Ok(given)
+}
+
+/// Reads an options object once, handing each own enumerable entry to
+/// `take` in order (a getter or Proxy trap runs once). `undefined` has no
+/// entries; anything else that is not an object, or a read that throws, is
+/// a `TypeError`; `what` names the object in it.
+pub fn read_entries(
+    options: &JsValue,
+    what: &str,
+    mut take: impl FnMut(String, JsValue) -> Result<(), JsValue>,
+) -> Result<(), JsValue> {
+    if options.is_undefined() {
+        return Ok(());
+    }
+    if !options.is_object() || options.is_function() {
+        return Err(errors::type_error(
+            &[what, " must be an object; got ", &values::show(options)].concat(),
+        ));
+    }
+    let keys =
+        js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
+    for key in keys.iter() {
+        let name: String = key.as_string().unwrap_or_default();
+        let value = values::get_key(options, &key)
+            .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
+        take(name, value)?;
+    }
+    Ok(())
 }
 
 /// Applies `given` to `policy` (a copy of the current one, or the

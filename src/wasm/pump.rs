@@ -18,7 +18,7 @@ use web_sys::AbortSignal;
 
 use super::errors;
 use super::fetch::FetchCall;
-use super::flow::Flow;
+use super::flow::{peek, Flow};
 use super::js::{self, Holder};
 use super::live;
 use super::nesting;
@@ -117,10 +117,28 @@ pub struct Inner {
 impl Inner {
     /// A retryer with a validated `policy`.
     pub fn new(policy: Policy, budget: Option<Rc<RefCell<Budget>>>) -> Inner {
+        Inner::with(shared(policy), budget, None)
+    }
+
+    /// The retryer of one `retryFetch` call, with the policy of its
+    /// `retryFetch` function.
+    pub fn for_fetch(
+        policy: Rc<Policy>,
+        budget: Option<Rc<RefCell<Budget>>>,
+        call: FetchCall,
+    ) -> Inner {
+        Inner::with(policy, budget, Some(Rc::new(call)))
+    }
+
+    fn with(
+        policy: Rc<Policy>,
+        budget: Option<Rc<RefCell<Budget>>>,
+        fetch: Option<Rc<FetchCall>>,
+    ) -> Inner {
         Inner {
             id: live::next_id(),
             slot: Cell::new(None),
-            machine: RefCell::new(Machine::new(shared(policy), super::entropy::next_seed())),
+            machine: RefCell::new(Machine::new(policy, super::entropy::next_seed())),
             budget: RefCell::new(budget),
             pumping: Cell::new(false),
             flows: RefCell::new(Vec::new()),
@@ -131,21 +149,8 @@ impl Inner {
             snapshot: Cell::new(None),
             subscribers: RefCell::new(Vec::new()),
             next_token: Cell::new(0),
-            fetch: None,
+            fetch,
         }
-    }
-
-    /// The retryer of one `retryFetch` call, with the policy of its
-    /// `retryFetch` function.
-    pub fn for_fetch(
-        policy: Rc<Policy>,
-        budget: Option<Rc<RefCell<Budget>>>,
-        call: FetchCall,
-    ) -> Inner {
-        let mut inner = Inner::new(Policy::default(), budget);
-        inner.machine = RefCell::new(Machine::new(policy, super::entropy::next_seed()));
-        inner.fetch = Some(Rc::new(call));
-        inner
     }
 
     /// Runs `f` on the machine; `None` only if the machine is borrowed,
@@ -323,7 +328,7 @@ impl Inner {
         {
             return;
         }
-        let Some(f) = self.option_fn(this, Opt::Enabled) else {
+        let Some((_, f)) = self.option_fn(this, Opt::Enabled) else {
             return;
         };
         // Nobody can receive an error now: the next execute() asks again
@@ -541,7 +546,7 @@ impl Inner {
             flow.value.set(error.clone());
             self.last_error.set(error.clone());
             flow.abort_signal(&error);
-        } else if has_controller(&flow) {
+        } else if flow.has_controller() {
             flow.abort_signal(&errors::abort_error(reason.name()));
         }
     }
@@ -551,13 +556,7 @@ impl Inner {
             return;
         };
         let this = &flow.this;
-        let Ok(options) = values::get(this, "options") else {
-            return;
-        };
-        let Some(f) = values::get(&options, cb.opt().name())
-            .ok()
-            .and_then(function)
-        else {
+        let Some((options, f)) = self.option_fn(this, cb.opt()) else {
             return;
         };
         let o = &options;
@@ -590,10 +589,7 @@ impl Inner {
         let Some(flow) = self.flow(gen) else {
             return;
         };
-        let Ok(options) = values::get(&flow.this, "options") else {
-            return;
-        };
-        let Some(f) = values::get(&options, "onBackoff").ok().and_then(function) else {
+        let Some((options, f)) = self.option_fn(&flow.this, Opt::OnBackoff) else {
             return;
         };
         let info = BackoffInfo {
@@ -609,10 +605,12 @@ impl Inner {
         }
     }
 
-    /// The function an option holds now (`retryer.options[opt]`), if any.
-    fn option_fn(&self, this: &JsValue, opt: Opt) -> Option<Function> {
+    /// The function an option holds now (`retryer.options[opt]`), if any,
+    /// with the options object it is called on.
+    fn option_fn(&self, this: &JsValue, opt: Opt) -> Option<(JsValue, Function)> {
         let options = values::get(this, "options").ok()?;
-        values::get(&options, opt.name()).ok().and_then(function)
+        let f = values::get(&options, opt.name()).ok().and_then(function)?;
+        Some((options, f))
     }
 
     fn eval(&self, gen: u32, what: Eval, attempt: u32) {
@@ -758,13 +756,6 @@ impl Inner {
     }
 }
 
-fn has_controller(flow: &Flow) -> bool {
-    let c = flow.controller.take();
-    let has = c.is_some();
-    flow.controller.set(c);
-    has
-}
-
 thread_local! {
     /// The policy the last retryer was built with.
     static LAST_POLICY: RefCell<Option<Rc<Policy>>> = const { RefCell::new(None) };
@@ -813,14 +804,6 @@ fn fetch_answer(
         }
         _ => p,
     }
-}
-
-/// A copy of a cell's value, leaving it in place.
-fn peek(cell: &Cell<JsValue>) -> JsValue {
-    let v = cell.take();
-    let copy = v.clone();
-    cell.set(v);
-    copy
 }
 
 /// The options object `retryer.options` shows, read from a retryer object.
