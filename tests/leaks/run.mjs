@@ -10,7 +10,9 @@
 //              200,000 short-lived retryers freed by Symbol.dispose or only
 //              by the FinalizationRegistry: within 2 MB, and the engine's
 //              table of JavaScript values does not grow with them; crowd:
-//              no gc() in the loop, only event-loop turns
+//              first 200,000 with no gc() in the loop, only event-loop
+//              turns: the host frees them along the way and all of them
+//              once collected, and the memory they held is reused
 //   flows    node --expose-gc cases/flows.mjs
 //              10,000 concurrent flows: the engine's memory per flow within
 //              a bound, first attempts in flight and waiting
