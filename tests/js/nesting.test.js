@@ -27,6 +27,19 @@ async function threeLayers({ outer = {}, middle = {}, inner = {} } = {}) {
   return calls
 }
 
+/**
+ * A retryer of three attempts over a function that always throws 'x',
+ * passing through when nested; `calls()` says how often the function ran.
+ */
+function failingPassthrough() {
+  let calls = 0
+  const inner = asyncRetry(async () => {
+    calls++
+    throw new Error('x')
+  }, { ...quick, nested: 'passthrough' })
+  return { inner, calls: () => calls }
+}
+
 describe('retries across layers', () => {
   it('three layers of three attempts: 27 calls by default', async () => {
     expect(await threeLayers()).toBe(27)
@@ -72,34 +85,22 @@ describe('retries across layers', () => {
   })
 
   it('what the outer attempt starts before its first await is nested too', async () => {
-    let calls = 0
-    const inner = asyncRetry(async () => {
-      calls++
-      throw new Error('x')
-    }, { ...quick, nested: 'passthrough' })
+    const { inner, calls } = failingPassthrough()
     // No await before the inner call: the synchronous part of the attempt.
     const outer = asyncRetry(() => inner(), quick)
     await expect(outer()).rejects.toThrow('x')
-    expect(calls).toBe(3)
+    expect(calls()).toBe(3)
   })
 
   it('a flow started from a timer outside any attempt retries as always', async () => {
-    let calls = 0
-    const inner = asyncRetry(async () => {
-      calls++
-      throw new Error('x')
-    }, { ...quick, nested: 'passthrough' })
+    const { inner, calls } = failingPassthrough()
     const done = new Promise((resolve) => setTimeout(() => resolve(inner().catch((e) => e)), 1))
     expect((await done).message).toBe('x')
-    expect(calls).toBe(3)
+    expect(calls()).toBe(3)
   })
 
   it('a flow started by a timer an attempt scheduled, firing after that attempt settled, is not nested', async () => {
-    let calls = 0
-    const inner = asyncRetry(async () => {
-      calls++
-      throw new Error('x')
-    }, { ...quick, nested: 'passthrough' })
+    const { inner, calls } = failingPassthrough()
     let later
     const scheduled = new Promise((resolve) => { later = resolve })
     const outer = asyncRetry(async () => {
@@ -110,7 +111,7 @@ describe('retries across layers', () => {
     }, { ...quick, innerRetries: false })
     expect(await outer()).toBe('outer done')
     expect((await scheduled).message).toBe('x')
-    expect(calls).toBe(3)
+    expect(calls()).toBe(3)
   })
 
   it('two unrelated concurrent outer flows both retry as always', async () => {

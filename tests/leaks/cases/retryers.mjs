@@ -36,42 +36,33 @@ const WARMUP = variant === 'crowd' ? N : 20_000;
 const BATCH = 2_000;
 const CROWD_TURN = 1_000;
 const LIMIT = 2 * MB;
-// Retryers the host has not finalized yet, counted by a registry of the
+// Crowd retryers the host has finalized, counted by a registry of the
 // test's own (it runs its callbacks in the same collections as the
 // engine's).
-let made = 0;
 let finalized = 0;
 const watch = new FinalizationRegistry(() => finalized++);
 
 const fn = async (i) => i;
 
-/** Runs `count` retryers; `crowd`: no gc(), returns the most unfinalized. */
+/**
+ * Runs `count` retryers, none held past its iteration. `crowd`: each is
+ * watched, no gc(), and it returns the most that waited for the finalizer
+ * at once.
+ */
 async function run(count, offset, crowd = false) {
   let peak = 0;
   for (let i = 0; i < count; i++) {
+    const r = new AsyncRetryer(fn, { maxExecutionTime: 60_000 });
+    if (crowd) watch.register(r, undefined);
+    const v = await r.execute(offset + i);
+    if (v !== offset + i) throw new Error(`retryer ${offset + i} resolved ${JSON.stringify(v)}`);
+    if (variant === 'dispose') r[dispose]();
     if (crowd) {
-      const r = new AsyncRetryer(fn, { maxExecutionTime: 60_000 });
-      watch.register(r, undefined);
-      made++;
-      const v = await r.execute(offset + i);
-      if (v !== offset + i) throw new Error(`retryer ${offset + i} resolved ${JSON.stringify(v)}`);
       if ((i + 1) % CROWD_TURN === 0) {
         await turn();
-        peak = Math.max(peak, made - finalized);
+        peak = Math.max(peak, i + 1 - finalized);
       }
-      continue;
-    }
-    if (variant === 'dispose') {
-      const r = new AsyncRetryer(fn, { maxExecutionTime: 60_000 });
-      const v = await r.execute(offset + i);
-      if (v !== offset + i) throw new Error(`retryer ${offset + i} resolved ${JSON.stringify(v)}`);
-      r[dispose]();
-    } else {
-      // No reference survives this block.
-      const v = await new AsyncRetryer(fn, { maxExecutionTime: 60_000 }).execute(offset + i);
-      if (v !== offset + i) throw new Error(`retryer ${offset + i} resolved ${JSON.stringify(v)}`);
-    }
-    if ((i + 1) % BATCH === 0) {
+    } else if ((i + 1) % BATCH === 0) {
       if (variant !== 'dispose') globalThis.gc();
       await turn();
     }
@@ -84,7 +75,7 @@ const t0 = performance.now();
 const base = wasmBytes();
 const peak = await run(WARMUP, 0, variant === 'crowd');
 await settle();
-const unfinalized = made - finalized;
+const unfinalized = variant === 'crowd' ? WARMUP - finalized : 0;
 const start = snapshot();
 const slotsBefore = heldSlots();
 console.log(describe(`after ${WARMUP.toLocaleString('en-US')} ${variant === 'crowd' ? 'crowd' : 'warm-up'} retryers`, start));
