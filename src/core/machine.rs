@@ -146,25 +146,33 @@ struct PendingStart {
     inside: Option<bool>,
 }
 
-/// The retry state machine of one retryer.
+/// What a retryer keeps between flows: the policy, the state and the
+/// jitter generator. Everything a flow needs beyond it is in [`Busy`],
+/// allocated when the retryer starts something and freed when it is idle
+/// again, so a retryer at rest (and every retryer waiting for the host's
+/// finalizer) takes only this.
 #[derive(Clone, Debug)]
-pub struct Machine {
-    /// Shared by the machines made with one policy (`Machine::new` with an
-    /// `Rc`): retryers built from the same options hold it once, which keeps
-    /// each retryer's engine memory small.
-    policy: Rc<Policy>,
+struct Core {
     state: State,
-    flow: Option<Flow>,
-    /// Boxed: only a dynamic `enabled` ever sets it, so the other retryers
-    /// stay small.
-    pending_start: Option<Box<PendingStart>>,
+    rng: Rng,
+    /// Shared by the machines made with one policy (`Machine::new` with an
+    /// `Rc`): retryers built from the same options hold it once.
+    policy: Rc<Policy>,
     last_gen: u32,
     last_started: u32,
-    rng: Rng,
+    listeners: bool,
+    enabled_hint: bool,
+}
+
+/// What a retryer holds while something is under way: the active flow,
+/// a start waiting for `enabled`, queued steps and armed timers.
+#[derive(Clone, Debug, Default)]
+struct Busy {
+    flow: Option<Flow>,
+    pending_start: Option<PendingStart>,
     /// The step to take first, before `front` and `queue`. A flow without
     /// callbacks or subscribers never has more than one step waiting, so it
-    /// never allocates either vector: under load that is 256 B less per
-    /// flow.
+    /// never allocates either vector.
     head: Option<Step>,
     /// Steps to take after `head`, the next one LAST (a stack, so popping is
     /// cheap and no ring-buffer code is linked into the wasm build).
@@ -175,12 +183,36 @@ pub struct Machine {
     expanding: bool,
     /// The flow each timer was started for, valid where its bit in
     /// `armed_bits` is set; cleared once it fired or a clear was queued, so
-    /// a timer that fires in between is ignored. (A bit mask instead of
-    /// three `Option<u32>`s makes every retryer 12 bytes smaller.)
+    /// a timer that fires in between is ignored.
     armed: [u32; 3],
     armed_bits: u8,
-    listeners: bool,
-    enabled_hint: bool,
+}
+
+impl Busy {
+    /// Nothing under way: no flow, no start waiting for `enabled`, no step
+    /// queued and no timer armed.
+    fn is_idle(&self) -> bool {
+        self.flow.is_none()
+            && self.pending_start.is_none()
+            && self.head.is_none()
+            && self.queue.is_empty()
+            && self.armed_bits == 0
+    }
+}
+
+/// The retry state machine of one retryer.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    core: Core,
+    /// `None` while idle.
+    busy: Option<Box<Busy>>,
+}
+
+/// A machine while an input is taken: its core and its busy part, borrowed
+/// apart so a step can read the policy while it changes the flow.
+struct Work<'a> {
+    c: &'a mut Core,
+    b: &'a mut Busy,
 }
 
 impl Machine {
@@ -204,109 +236,211 @@ impl Machine {
         };
         let enabled_hint = policy.enabled != Flag::Static(false);
         Machine {
-            policy,
-            state,
-            flow: None,
-            pending_start: None,
-            last_gen: 0,
-            last_started: 0,
-            rng,
-            head: None,
-            queue: Vec::new(),
-            front: Vec::new(),
-            expanding: false,
-            armed: [0; 3],
-            armed_bits: 0,
-            listeners: false,
-            enabled_hint,
+            core: Core {
+                state,
+                rng,
+                policy,
+                last_gen: 0,
+                last_started: 0,
+                listeners: false,
+                enabled_hint,
+            },
+            busy: None,
         }
     }
 
     /// The current policy.
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        &self.core.policy
     }
 
     /// The current policy, shared: for another machine with the same one.
     pub fn shared_policy(&self) -> Rc<Policy> {
-        Rc::clone(&self.policy)
+        Rc::clone(&self.core.policy)
     }
 
     /// The numeric state.
     pub fn state(&self) -> &State {
-        &self.state
+        &self.core.state
     }
 
     /// `status`, from the state and what is known of `enabled`.
     pub fn status(&self) -> Status {
-        self.state.status(self.enabled_hint)
+        self.core.state.status(self.core.enabled_hint)
     }
 
     /// Whether a flow is active (started and not yet decided).
     pub fn is_active(&self) -> bool {
-        self.flow.is_some()
+        self.flow().is_some()
     }
 
     /// Whether nothing is under way: no flow, no start waiting for
     /// `enabled`, no effect queued and no timer armed. A host needs none of
     /// its flow resources (timers, listeners, promise reactions) then.
     pub fn is_idle(&self) -> bool {
-        self.flow.is_none()
-            && self.pending_start.is_none()
-            && self.head.is_none()
-            && self.queue.is_empty()
-            && self.armed_bits == 0
+        self.busy.as_deref().is_none_or(Busy::is_idle)
     }
 
     /// Whether retryers started inside the active flow's attempts must pass
     /// through (see [`Machine::execute_within`]).
     pub fn forbids_inner(&self) -> bool {
-        self.flow.as_ref().is_some_and(|f| f.forbids_inner)
+        self.flow().is_some_and(|f| f.forbids_inner)
     }
 
     /// The generation of the newest `execute()`.
     pub fn last_gen(&self) -> u32 {
-        self.last_gen
+        self.core.last_gen
     }
 
     /// Whether effects are waiting to be popped.
     pub fn has_effects(&self) -> bool {
-        self.head.is_some() || !self.queue.is_empty()
+        self.busy
+            .as_deref()
+            .is_some_and(|b| b.head.is_some() || !b.queue.is_empty())
+    }
+
+    /// The active flow, if any.
+    fn flow(&self) -> Option<&Flow> {
+        self.busy.as_deref()?.flow.as_ref()
     }
 
     /// Replaces the policy (`setOptions`, already validated). Does not touch
     /// a running flow; dynamic values are read at the next decision. A new
     /// `seed` restarts the jitter sequence.
     pub fn set_policy(&mut self, policy: impl Into<Rc<Policy>>) {
-        let policy = policy.into();
-        if policy.seed.is_some() && policy.seed != self.policy.seed {
-            self.rng = Rng::from_f64(policy.seed.unwrap_or(0.0));
-        }
-        let hint = match policy.enabled {
-            Flag::Static(b) => b,
-            Flag::Dynamic => self.enabled_hint,
-        };
-        self.policy = policy;
-        self.set_enabled_hint(hint);
+        self.work(|w| w.set_policy(policy))
     }
 
     /// What the host learnt of a dynamic `enabled` outside a flow.
     pub fn set_enabled_hint(&mut self, enabled: bool) {
-        if self.enabled_hint != enabled {
-            self.enabled_hint = enabled;
-            self.touch();
-        }
+        self.work(|w| w.set_enabled_hint(enabled))
     }
 
     /// Whether anyone subscribed to state changes.
     pub fn set_listeners(&mut self, any: bool) {
-        self.listeners = any;
+        self.core.listeners = any;
     }
 
     /// `reset()`: the default state; an active flow goes on.
     pub fn reset(&mut self) {
-        let version = self.state.version;
-        self.state = State {
+        self.work(|w| w.reset())
+    }
+
+    /// The next effect to carry out, if any.
+    pub fn next_effect(&mut self) -> Option<Effect> {
+        // Idle: nothing queued, and no busy part to make for finding that.
+        self.busy.as_ref()?;
+        self.work(|w| w.next_effect())
+    }
+
+    /// `execute()` outside any retryer's attempt: returns the generation of
+    /// the new flow.
+    pub fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
+        self.work(|w| w.execute(now, outside_aborted))
+    }
+
+    /// `execute()` of a flow started inside another retryer's running
+    /// attempt when `inside` is `Some(forbids)` (`forbids`: that flow makes
+    /// every retryer inside it pass through). Such a flow passes through
+    /// when it `forbids` or this retryer's `nested` is `'passthrough'`: it
+    /// makes one attempt and hands its failure straight back (`onGiveUp`
+    /// reason `'nested'`, always a rejection), so one layer owns retries.
+    pub fn execute_within(&mut self, now: f64, outside_aborted: bool, inside: Option<bool>) -> u32 {
+        self.work(|w| w.execute_within(now, outside_aborted, inside))
+    }
+
+    /// The attempt `attempt` of flow `gen` rejected (or threw). `abort_error`
+    /// says the error's name is `AbortError`: a cancellation, not a failure.
+    pub fn attempt_err(
+        &mut self,
+        gen: u32,
+        attempt: u32,
+        abort_error: bool,
+        now: f64,
+        budgets: &mut dyn Budgets,
+    ) {
+        self.work(|w| w.attempt_err(gen, attempt, abort_error, now, budgets))
+    }
+
+    /// The attempt `attempt` of flow `gen` fulfilled.
+    pub fn attempt_ok(&mut self, gen: u32, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
+        self.work(|w| w.attempt_ok(gen, attempt, now, budgets))
+    }
+
+    /// A timer fired.
+    pub fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
+        self.work(|w| w.timer_fired(timer, now, budgets))
+    }
+
+    /// `abort()` (reason `Manual`) or the outside signal fired (`Signal`).
+    /// Without an active flow nothing happens.
+    pub fn abort(&mut self, reason: AbortReason) {
+        self.work(|w| w.abort(reason))
+    }
+
+    /// A callback or listener of flow `gen` threw. An active flow ends at
+    /// once; a decided one keeps its course but rejects with what was thrown.
+    pub fn callback_threw(&mut self, gen: u32) {
+        self.work(|w| w.callback_threw(gen))
+    }
+
+    /// The answer to an [`Effect::Eval`] of flow `gen`.
+    pub fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
+        self.work(|w| w.provide(gen, value, now, budgets))
+    }
+
+    // ----- helpers -----
+
+    /// Whether attempt `attempt` of flow `gen` is the one running now: its
+    /// settlement would be taken, where any other is ignored.
+    pub fn is_running(&self, gen: u32, attempt: u32) -> bool {
+        matches!(self.flow(), Some(f) if f.gen == gen && f.attempt == attempt && matches!(f.phase, Phase::Attempt))
+    }
+
+    /// Runs `f` with the busy part in place (made if the machine was
+    /// idle), and frees that part again once nothing is under way.
+    fn work<T>(&mut self, f: impl FnOnce(&mut Work<'_>) -> T) -> T {
+        let mut busy = self.busy.take().unwrap_or_default();
+        let out = f(&mut Work {
+            c: &mut self.core,
+            b: &mut busy,
+        });
+        if !busy.is_idle() {
+            self.busy = Some(busy);
+        }
+        out
+    }
+}
+
+impl Work<'_> {
+    /// Replaces the policy (`setOptions`, already validated). Does not touch
+    /// a running flow; dynamic values are read at the next decision. A new
+    /// `seed` restarts the jitter sequence.
+    fn set_policy(&mut self, policy: impl Into<Rc<Policy>>) {
+        let policy = policy.into();
+        if policy.seed.is_some() && policy.seed != self.c.policy.seed {
+            self.c.rng = Rng::from_f64(policy.seed.unwrap_or(0.0));
+        }
+        let hint = match policy.enabled {
+            Flag::Static(b) => b,
+            Flag::Dynamic => self.c.enabled_hint,
+        };
+        self.c.policy = policy;
+        self.set_enabled_hint(hint);
+    }
+
+    /// What the host learnt of a dynamic `enabled` outside a flow.
+    fn set_enabled_hint(&mut self, enabled: bool) {
+        if self.c.enabled_hint != enabled {
+            self.c.enabled_hint = enabled;
+            self.touch();
+        }
+    }
+
+    /// `reset()`: the default state; an active flow goes on.
+    fn reset(&mut self) {
+        let version = self.c.state.version;
+        self.c.state = State {
             version,
             ..State::default()
         };
@@ -314,8 +448,8 @@ impl Machine {
     }
 
     /// The next effect to carry out, if any.
-    pub fn next_effect(&mut self) -> Option<Effect> {
-        while let Some(step) = self.head.take().or_else(|| self.queue.pop()) {
+    fn next_effect(&mut self) -> Option<Effect> {
+        while let Some(step) = self.b.head.take().or_else(|| self.b.queue.pop()) {
             if let Step::Out(effect) = step {
                 if let Effect::StartTimer { gen, timer, .. } = effect {
                     self.set_armed(timer, Some(gen));
@@ -324,7 +458,7 @@ impl Machine {
             }
             // A step the machine takes itself: what it queues goes before
             // everything that was queued after it.
-            self.expanding = true;
+            self.b.expanding = true;
             match step {
                 Step::Continue {
                     gen,
@@ -335,14 +469,17 @@ impl Machine {
                 // Only while no newer flow started (the active flow, if any,
                 // is always the last one started).
                 Step::Finalize { gen } => {
-                    if gen == self.last_started && self.flow.is_none() && self.state.is_executing {
-                        self.state.is_executing = false;
+                    if gen == self.c.last_started
+                        && self.b.flow.is_none()
+                        && self.c.state.is_executing
+                    {
+                        self.c.state.is_executing = false;
                         self.touch();
                     }
                 }
                 Step::MarkError { gen } => {
-                    if gen == self.last_started {
-                        self.state.has_last_error = true;
+                    if gen == self.c.last_started {
+                        self.c.state.has_last_error = true;
                         self.touch();
                     }
                 }
@@ -355,7 +492,7 @@ impl Machine {
 
     /// `execute()` outside any retryer's attempt: returns the generation of
     /// the new flow.
-    pub fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
+    fn execute(&mut self, now: f64, outside_aborted: bool) -> u32 {
         self.execute_within(now, outside_aborted, None)
     }
 
@@ -365,32 +502,32 @@ impl Machine {
     /// when it `forbids` or this retryer's `nested` is `'passthrough'`: it
     /// makes one attempt and hands its failure straight back (`onGiveUp`
     /// reason `'nested'`, always a rejection), so one layer owns retries.
-    pub fn execute_within(&mut self, now: f64, outside_aborted: bool, inside: Option<bool>) -> u32 {
-        self.last_gen = self.last_gen.wrapping_add(1);
-        let gen = self.last_gen;
+    fn execute_within(&mut self, now: f64, outside_aborted: bool, inside: Option<bool>) -> u32 {
+        self.c.last_gen = self.c.last_gen.wrapping_add(1);
+        let gen = self.c.last_gen;
         if !outside_aborted && self.starts_plainly() {
             self.start_plainly(gen, now, inside);
             return gen;
         }
-        if let Some(old) = self.pending_start.take() {
+        if let Some(old) = self.b.pending_start.take() {
             self.emit(Effect::Finish {
                 gen: old.gen,
                 outcome: Outcome::Undefined,
             });
         }
-        match self.policy.enabled {
+        match self.c.policy.enabled {
             Flag::Static(true) => self.start(gen, now, outside_aborted, inside),
             Flag::Static(false) => self.emit(Effect::Finish {
                 gen,
                 outcome: Outcome::Undefined,
             }),
             Flag::Dynamic => {
-                self.pending_start = Some(Box::new(PendingStart {
+                self.b.pending_start = Some(PendingStart {
                     gen,
                     now,
                     outside_aborted,
                     inside,
-                }));
+                });
                 self.emit(Effect::Eval {
                     gen,
                     what: Eval::Enabled,
@@ -402,14 +539,14 @@ impl Machine {
     }
 
     /// The attempt `attempt` of flow `gen` fulfilled.
-    pub fn attempt_ok(&mut self, gen: u32, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
+    fn attempt_ok(&mut self, gen: u32, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
         if !self.is_running(gen, attempt) {
             return;
         }
-        let Some(flow) = self.flow.take() else {
+        let Some(flow) = self.b.flow.take() else {
             return;
         };
-        let s = &mut self.state;
+        let s = &mut self.c.state;
         s.execution_count += 1.0;
         s.is_executing = false;
         s.last_execution_time = now;
@@ -418,14 +555,14 @@ impl Machine {
         s.has_last_result = true;
         if self.ends_plainly(&flow) {
             // What the general steps below come to in this case.
-            self.state.version = self.state.version.wrapping_add(1);
-            self.head = Some(Step::Out(Effect::Finish {
+            self.c.state.version = self.c.state.version.wrapping_add(1);
+            self.b.head = Some(Step::Out(Effect::Finish {
                 gen,
                 outcome: Outcome::Result,
             }));
             return;
         }
-        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
+        if let Some(b) = self.c.policy.budget.and_then(|id| budgets.budget(id)) {
             b.record_success();
         }
         self.clear_timers();
@@ -441,7 +578,7 @@ impl Machine {
 
     /// The attempt `attempt` of flow `gen` rejected (or threw). `abort_error`
     /// says the error's name is `AbortError`: a cancellation, not a failure.
-    pub fn attempt_err(
+    fn attempt_err(
         &mut self,
         gen: u32,
         attempt: u32,
@@ -454,12 +591,12 @@ impl Machine {
         }
         self.clear_timer(Timer::Attempt);
         if abort_error {
-            let Some(flow) = self.flow.take() else {
+            let Some(flow) = self.b.flow.take() else {
                 return;
             };
             self.clear_timers();
             self.unlisten(&flow);
-            self.state.is_executing = false;
+            self.c.state.is_executing = false;
             self.touch();
             self.call(gen, Cb::Settled, 0);
             self.emit(Effect::Finish {
@@ -468,22 +605,22 @@ impl Machine {
             });
             return;
         }
-        self.state.has_last_error = true;
+        self.c.state.has_last_error = true;
         self.touch();
-        if let Some(flow) = self.flow.as_mut() {
+        if let Some(flow) = self.b.flow.as_mut() {
             flow.phase = Phase::Gathering(Box::new(Gather::new()));
         }
         self.gather(now, budgets);
     }
 
     /// A timer fired.
-    pub fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
-        let current = self.flow.as_ref().map(|f| f.gen);
+    fn timer_fired(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
+        let current = self.b.flow.as_ref().map(|f| f.gen);
         if current.is_none() || self.armed_for(timer) != current {
             return;
         }
         self.set_armed(timer, None);
-        let Some(flow) = self.flow.as_ref() else {
+        let Some(flow) = self.b.flow.as_ref() else {
             return;
         };
         let (gen, attempt) = (flow.gen, flow.attempt);
@@ -499,17 +636,17 @@ impl Machine {
 
     /// `abort()` (reason `Manual`) or the outside signal fired (`Signal`).
     /// Without an active flow nothing happens.
-    pub fn abort(&mut self, reason: AbortReason) {
-        if let Some(flow) = self.flow.take() {
+    fn abort(&mut self, reason: AbortReason) {
+        if let Some(flow) = self.b.flow.take() {
             self.abort_flow(flow, reason);
         }
     }
 
     /// A callback or listener of flow `gen` threw. An active flow ends at
     /// once; a decided one keeps its course but rejects with what was thrown.
-    pub fn callback_threw(&mut self, gen: u32) {
-        if self.flow.as_ref().map(|f| f.gen) == Some(gen) {
-            if let Some(flow) = self.flow.take() {
+    fn callback_threw(&mut self, gen: u32) {
+        if self.b.flow.as_ref().map(|f| f.gen) == Some(gen) {
+            if let Some(flow) = self.b.flow.take() {
                 self.drop_queued(gen);
                 if matches!(flow.phase, Phase::Attempt) {
                     self.emit(Effect::AbortAttempt {
@@ -521,7 +658,7 @@ impl Machine {
             }
             return;
         }
-        for step in self.head.iter_mut().chain(self.queue.iter_mut()) {
+        for step in self.b.head.iter_mut().chain(self.b.queue.iter_mut()) {
             if let Step::Out(Effect::Finish { gen: g, outcome }) = step {
                 if *g == gen {
                     *outcome = Outcome::Thrown;
@@ -531,10 +668,10 @@ impl Machine {
     }
 
     /// The answer to an [`Effect::Eval`] of flow `gen`.
-    pub fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
-        if let Some(pending) = self.pending_start.as_deref().copied() {
+    fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
+        if let Some(pending) = self.b.pending_start {
             if pending.gen == gen {
-                self.pending_start = None;
+                self.b.pending_start = None;
                 match value {
                     Provided::Threw => self.emit(Effect::Finish {
                         gen,
@@ -556,8 +693,8 @@ impl Machine {
                 return;
             }
         }
-        let total_finite = self.policy.max_total_execution_time.is_finite();
-        let Some(flow) = self.flow.as_mut() else {
+        let total_finite = self.c.policy.max_total_execution_time.is_finite();
+        let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         if flow.gen != gen {
@@ -610,7 +747,7 @@ impl Machine {
             } else {
                 Outcome::Invalid(what.opt())
             };
-            if let Some(flow) = self.flow.take() {
+            if let Some(flow) = self.b.flow.take() {
                 self.end_quietly(&flow, outcome);
             }
             return;
@@ -626,9 +763,9 @@ impl Machine {
     /// nothing queued. Most calls are this case; `start_plainly` takes it
     /// without the general steps, to the same state and the same effect.
     fn starts_plainly(&self) -> bool {
-        let p = &*self.policy;
-        self.flow.is_none()
-            && self.pending_start.is_none()
+        let p = &*self.c.policy;
+        self.b.flow.is_none()
+            && self.b.pending_start.is_none()
             && self.nothing_queued()
             && p.enabled == Flag::Static(true)
             && !p.signal
@@ -640,9 +777,9 @@ impl Machine {
     /// to credit, no timer to clear, no signal to stop listening to, no
     /// `onSuccess`/`onSettled`, nobody subscribed, and nothing queued.
     fn ends_plainly(&self, flow: &Flow) -> bool {
-        let p = &*self.policy;
+        let p = &*self.c.policy;
         p.budget.is_none()
-            && self.armed_bits == 0
+            && self.b.armed_bits == 0
             && !flow.listening
             && self.nothing_queued()
             && !p.has(Cb::Success)
@@ -652,30 +789,30 @@ impl Machine {
     /// `start` and `begin_attempt(1)` when `starts_plainly`.
     fn start_plainly(&mut self, gen: u32, now: f64, inside: Option<bool>) {
         self.open_flow(gen, now, inside);
-        self.state.version = self.state.version.wrapping_add(1);
-        self.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
+        self.c.state.version = self.c.state.version.wrapping_add(1);
+        self.b.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
     }
 
     /// Flow `gen`, started at `now`, becomes the active one, at attempt 1.
     /// Inlined: the plain start is a hot path.
     #[inline(always)]
     fn open_flow(&mut self, gen: u32, now: f64, inside: Option<bool>) {
-        self.last_started = gen;
-        let p = &*self.policy;
+        self.c.last_started = gen;
+        let p = &*self.c.policy;
         let passthrough = inside.is_some_and(|forbids| forbids || p.nested == Nested::Passthrough);
         let forbids_inner = inside.unwrap_or(false) || !p.inner_retries;
-        let s = &mut self.state;
+        let s = &mut self.c.state;
         s.is_executing = true;
         s.current_attempt = 1;
         s.has_last_error = false;
-        self.flow = Some(Flow {
+        self.b.flow = Some(Flow {
             gen,
             started: now,
             attempt: 1,
             phase: Phase::Attempt,
-            deadline: now + self.policy.max_total_execution_time,
+            deadline: now + self.c.policy.max_total_execution_time,
             prev_delay: -1.0,
-            listening: self.policy.signal,
+            listening: self.c.policy.signal,
             passthrough,
             forbids_inner,
         });
@@ -684,11 +821,11 @@ impl Machine {
     /// Nobody subscribed, and nothing queued or being expanded: what both
     /// plain paths need of the machine besides the policy.
     fn nothing_queued(&self) -> bool {
-        !self.listeners && !self.expanding && self.head.is_none() && self.queue.is_empty()
+        !self.c.listeners && !self.b.expanding && self.b.head.is_none() && self.b.queue.is_empty()
     }
 
     fn start(&mut self, gen: u32, now: f64, outside_aborted: bool, inside: Option<bool>) {
-        if let Some(old) = self.flow.take() {
+        if let Some(old) = self.b.flow.take() {
             self.abort_flow(old, AbortReason::NewExecution);
         }
         if outside_aborted {
@@ -700,8 +837,8 @@ impl Machine {
             return;
         }
         self.open_flow(gen, now, inside);
-        let total = self.policy.max_total_execution_time;
-        if self.policy.signal {
+        let total = self.c.policy.max_total_execution_time;
+        if self.c.policy.signal {
             self.emit(Effect::Listen { gen });
         }
         if total.is_finite() {
@@ -720,16 +857,16 @@ impl Machine {
     }
 
     fn begin_attempt(&mut self, attempt: u32) {
-        let Some(flow) = self.flow.as_mut() else {
+        let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         flow.attempt = attempt;
         flow.phase = Phase::Attempt;
         let gen = flow.gen;
-        self.state.current_attempt = attempt;
-        self.state.is_executing = true;
+        self.c.state.current_attempt = attempt;
+        self.c.state.is_executing = true;
         self.touch();
-        let limit = self.policy.max_execution_time;
+        let limit = self.c.policy.max_execution_time;
         if limit.is_finite() {
             self.emit(Effect::StartTimer {
                 gen,
@@ -747,24 +884,24 @@ impl Machine {
             reason: AbortReason::ExecutionTimeout,
         });
         self.push(Step::MarkError { gen });
-        if self.policy.retry_on_execution_timeout {
-            if let Some(flow) = self.flow.as_mut() {
+        if self.c.policy.retry_on_execution_timeout {
+            if let Some(flow) = self.b.flow.as_mut() {
                 flow.phase = Phase::Gathering(Box::new(Gather::new()));
             }
             self.gather(now, budgets);
             return;
         }
-        if let Some(b) = self.policy.budget.and_then(|id| budgets.budget(id)) {
+        if let Some(b) = self.c.policy.budget.and_then(|id| budgets.budget(id)) {
             b.record_failure();
         }
-        if let Some(flow) = self.flow.take() {
+        if let Some(flow) = self.b.flow.take() {
             self.call(gen, Cb::Abort, AbortReason::ExecutionTimeout as u32);
             self.give_up(&flow, GiveUp::ExecutionTimeout);
         }
     }
 
     fn total_timeout(&mut self) {
-        let Some(flow) = self.flow.take() else {
+        let Some(flow) = self.b.flow.take() else {
             return;
         };
         let gen = flow.gen;
@@ -776,7 +913,7 @@ impl Machine {
         });
         self.clear_timers();
         self.unlisten(&flow);
-        self.state.is_executing = false;
+        self.c.state.is_executing = false;
         self.touch();
         self.call(gen, Cb::Abort, AbortReason::TotalTimeout as u32);
         self.emit(Effect::Finish {
@@ -791,7 +928,7 @@ impl Machine {
         self.emit(Effect::AbortAttempt { gen, reason });
         self.clear_timers();
         self.unlisten(&flow);
-        self.state.is_executing = false;
+        self.c.state.is_executing = false;
         self.touch();
         self.call(gen, Cb::Abort, reason as u32);
         self.emit(Effect::Finish {
@@ -805,7 +942,7 @@ impl Machine {
     fn end_quietly(&mut self, flow: &Flow, outcome: Outcome) {
         self.clear_timers();
         self.unlisten(flow);
-        self.state.is_executing = false;
+        self.c.state.is_executing = false;
         self.touch();
         self.emit(Effect::Finish {
             gen: flow.gen,
@@ -813,7 +950,7 @@ impl Machine {
         });
     }
 
-    /// The final failure of a flow that was already taken out of `self.flow`.
+    /// The final failure of a flow that was already taken out of `self.b.flow`.
     fn give_up(&mut self, flow: &Flow, reason: GiveUp) {
         let gen = flow.gen;
         self.clear_timers();
@@ -825,7 +962,7 @@ impl Machine {
         self.call(gen, Cb::Settled, 0);
         // A flow passing through hands its failure back whatever
         // throwOnError says: resolving `undefined` would read as a success.
-        let outcome = match self.policy.throw_mode() {
+        let outcome = match self.c.policy.throw_mode() {
             _ if reason == GiveUp::Nested => Outcome::Reject,
             Throw::Last | Throw::Always => Outcome::Reject,
             Throw::Never => Outcome::Undefined,
@@ -836,8 +973,8 @@ impl Machine {
     /// Collects what the decision after a failed attempt needs, asking for
     /// one function value at a time, then decides.
     fn gather(&mut self, now: f64, budgets: &mut dyn Budgets) {
-        let policy = &self.policy;
-        let Some(flow) = self.flow.as_mut() else {
+        let policy = &self.c.policy;
+        let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         let gen = flow.gen;
@@ -890,7 +1027,7 @@ impl Machine {
         if let Some(Some(reason)) = g.decided {
             // With retryOnExecutionTimeout a timed-out attempt is an ordinary
             // failed attempt, so a timed-out last one exhausts the attempts.
-            if let Some(flow) = self.flow.take() {
+            if let Some(flow) = self.b.flow.take() {
                 self.give_up(&flow, reason);
             }
             return;
@@ -947,7 +1084,7 @@ impl Machine {
         if let Some(hint) = d.retry_after {
             return backoff::clamp_delay(hint);
         }
-        let policy = &self.policy;
+        let policy = &self.c.policy;
         let nominal = if let Some(list) = policy.intervals.as_ref() {
             let i = (d.attempt.max(1) - 1) as usize;
             list.get(i).or(list.last()).copied().unwrap_or(0.0)
@@ -956,13 +1093,14 @@ impl Machine {
                 Backoff::Custom => d.custom,
                 Backoff::Decorrelated => {
                     let prev = self
+                        .b
                         .flow
                         .as_ref()
                         .map(|f| f.prev_delay)
                         .filter(|prev| *prev >= 0.0)
                         .unwrap_or(d.base);
-                    let next = backoff::decorrelated(prev, d.base, d.max_wait, self.rng.unit());
-                    if let Some(flow) = self.flow.as_mut() {
+                    let next = backoff::decorrelated(prev, d.base, d.max_wait, self.c.rng.unit());
+                    if let Some(flow) = self.b.flow.as_mut() {
                         flow.prev_delay = next;
                     }
                     return backoff::clamp_delay(next);
@@ -972,9 +1110,9 @@ impl Machine {
         };
         let capped = backoff::cap(nominal, d.max_wait);
         let jittered = match policy.jitter {
-            Some(how @ Jitter::Full) => backoff::jitter(capped, how, self.rng.unit()),
+            Some(how @ Jitter::Full) => backoff::jitter(capped, how, self.c.rng.unit()),
             Some(how @ Jitter::Proportional(_)) if capped > 0.0 => {
-                backoff::jitter(capped, how, self.rng.unit())
+                backoff::jitter(capped, how, self.c.rng.unit())
             }
             _ => capped,
         };
@@ -982,7 +1120,7 @@ impl Machine {
     }
 
     fn continue_after_callbacks(&mut self, gen: u32, attempt: u32, delay: f64, decided_at: f64) {
-        let Some(flow) = self.flow.as_mut() else {
+        let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         if flow.gen != gen || !matches!(flow.phase, Phase::Deciding) {
@@ -993,7 +1131,7 @@ impl Machine {
             return;
         }
         let elapsed = (decided_at - flow.started).max(0.0);
-        if self.policy.has(Cb::Backoff) {
+        if self.c.policy.has(Cb::Backoff) {
             self.emit(Effect::Backoff {
                 gen,
                 attempt,
@@ -1001,7 +1139,7 @@ impl Machine {
                 elapsed,
             });
         }
-        let Some(flow) = self.flow.as_mut() else {
+        let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         if delay <= 0.0 {
@@ -1010,7 +1148,7 @@ impl Machine {
         }
         flow.phase = Phase::Waiting;
         flow.attempt = attempt;
-        self.state.current_attempt = attempt.saturating_add(1);
+        self.c.state.current_attempt = attempt.saturating_add(1);
         self.touch();
         self.emit(Effect::StartTimer {
             gen,
@@ -1023,28 +1161,28 @@ impl Machine {
 
     /// Whether attempt `attempt` of flow `gen` is the one running now: its
     /// settlement would be taken, where any other is ignored.
-    pub fn is_running(&self, gen: u32, attempt: u32) -> bool {
-        matches!(&self.flow, Some(f) if f.gen == gen && f.attempt == attempt && matches!(f.phase, Phase::Attempt))
+    fn is_running(&self, gen: u32, attempt: u32) -> bool {
+        matches!(&self.b.flow, Some(f) if f.gen == gen && f.attempt == attempt && matches!(f.phase, Phase::Attempt))
     }
 
     // `get` rather than indexing: no bounds-check panic path, which would
     // drag integer formatting into the wasm build.
     fn armed_for(&self, timer: Timer) -> Option<u32> {
         let bit = 1u8 << (timer as u8);
-        if self.armed_bits & bit == 0 {
+        if self.b.armed_bits & bit == 0 {
             return None;
         }
-        self.armed.get(timer as usize).copied()
+        self.b.armed.get(timer as usize).copied()
     }
 
     fn set_armed(&mut self, timer: Timer, gen: Option<u32>) {
         let bit = 1u8 << (timer as u8);
-        match (gen, self.armed.get_mut(timer as usize)) {
+        match (gen, self.b.armed.get_mut(timer as usize)) {
             (Some(g), Some(slot)) => {
                 *slot = g;
-                self.armed_bits |= bit;
+                self.b.armed_bits |= bit;
             }
-            _ => self.armed_bits &= !bit,
+            _ => self.b.armed_bits &= !bit,
         }
     }
 
@@ -1052,7 +1190,7 @@ impl Machine {
     // is cheaper than the call.
     #[inline(always)]
     fn call(&mut self, gen: u32, cb: Cb, arg: u32) {
-        if self.policy.has(cb) {
+        if self.c.policy.has(cb) {
             self.emit(Effect::Call { gen, cb, arg });
         }
     }
@@ -1066,7 +1204,7 @@ impl Machine {
 
     fn clear_timers(&mut self) {
         // Most flows never arm a timer: one check instead of three.
-        if self.armed_bits == 0 {
+        if self.b.armed_bits == 0 {
             return;
         }
         for t in TIMERS {
@@ -1081,18 +1219,20 @@ impl Machine {
     }
 
     fn drop_queued(&mut self, gen: u32) {
-        if matches!(&self.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
-            self.head = None;
+        if matches!(&self.b.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
+            self.b.head = None;
         }
-        self.queue
+        self.b
+            .queue
             .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
-        self.front
+        self.b
+            .front
             .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
     }
 
     fn touch(&mut self) {
-        self.state.version = self.state.version.wrapping_add(1);
-        if self.listeners {
+        self.c.state.version = self.c.state.version.wrapping_add(1);
+        if self.c.listeners {
             self.emit(Effect::StateChanged);
         }
     }
@@ -1107,20 +1247,22 @@ impl Machine {
         // The step popped for expanding came from `head` or, with `head`
         // empty, from `queue`: either way `head` is free then, and the
         // first step it queues goes before everything else.
-        if self.head.is_none() && (self.expanding || self.queue.is_empty()) && self.front.is_empty()
+        if self.b.head.is_none()
+            && (self.b.expanding || self.b.queue.is_empty())
+            && self.b.front.is_empty()
         {
-            self.head = Some(step);
-        } else if self.expanding {
-            self.front.push(step);
+            self.b.head = Some(step);
+        } else if self.b.expanding {
+            self.b.front.push(step);
         } else {
-            self.queue.insert(0, step);
+            self.b.queue.insert(0, step);
         }
     }
 
     fn flush_front(&mut self) {
-        self.expanding = false;
-        for step in self.front.drain(..).rev() {
-            self.queue.push(step);
+        self.b.expanding = false;
+        for step in self.b.front.drain(..).rev() {
+            self.b.queue.push(step);
         }
     }
 }
@@ -1145,5 +1287,62 @@ fn effective_max_attempts(policy: &Policy, dynamic: Option<f64>) -> f64 {
         Some(list) if policy.max_attempts_set => m.min(list.len() as f64 + 1.0),
         Some(list) => list.len() as f64 + 1.0,
         None => m,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::budget::NoBudgets;
+
+    fn machine(policy: Policy) -> Machine {
+        Machine::new(policy, 7)
+    }
+
+    fn drain(m: &mut Machine) -> Vec<Effect> {
+        core::iter::from_fn(|| m.next_effect()).collect()
+    }
+
+    #[test]
+    fn a_machine_at_rest_is_its_core_and_one_pointer() {
+        let pointer = core::mem::size_of::<usize>();
+        let core = core::mem::size_of::<Core>();
+        assert!(core::mem::size_of::<Machine>() <= core + pointer.max(8));
+        assert!(machine(Policy::default()).busy.is_none());
+    }
+
+    #[test]
+    fn the_busy_part_is_freed_when_a_flow_ends() {
+        let mut m = machine(Policy::default());
+        let gen = m.execute(0.0, false);
+        assert!(m.busy.is_some());
+        drain(&mut m);
+        m.attempt_ok(gen, 1, 5.0, &mut NoBudgets);
+        assert!(m.busy.is_some(), "the Finish is still queued");
+        drain(&mut m);
+        assert!(m.busy.is_none());
+
+        // A failure, a wait, a retry, a success.
+        let gen = m.execute(10.0, false);
+        drain(&mut m);
+        m.attempt_err(gen, 1, false, 11.0, &mut NoBudgets);
+        let effects = drain(&mut m);
+        assert!(effects.iter().any(|e| matches!(
+            e,
+            Effect::StartTimer {
+                timer: Timer::Wait,
+                ..
+            }
+        )));
+        assert!(m.busy.is_some(), "a wait is armed");
+        m.timer_fired(Timer::Wait, 1011.0, &mut NoBudgets);
+        drain(&mut m);
+        m.attempt_ok(gen, 2, 1012.0, &mut NoBudgets);
+        drain(&mut m);
+        assert!(m.busy.is_none());
+
+        // An abort while idle makes nothing.
+        m.abort(AbortReason::Manual);
+        assert!(m.busy.is_none() && m.next_effect().is_none());
     }
 }
