@@ -1,10 +1,14 @@
 // Types of retry-wasm. Generic over the retried function, like
 // @tanstack/pacer's AsyncRetryer, so arguments and results flow through.
+// They are a drop-in for pacer 0.22's declarations: where pacer declares a
+// narrower type than the value really has (an `error` typed `Error` is
+// whatever was thrown), pacer's type is kept so pacer code compiles, and the
+// doc comment says what the value is.
 
-/** Any function returning a value or a promise. */
+/** Any function returning a value or a promise (pacer's requires a promise). */
 export type AnyAsyncFunction = (...args: any[]) => any;
 
-/** Why a flow was aborted. */
+/** Why a flow was aborted: pacer's four reasons, and `'signal'` when the `signal` option aborted it. */
 export type AbortReason = 'manual' | 'new-execution' | 'execution-timeout' | 'total-timeout' | 'signal';
 
 /** Why a flow ended in failure. */
@@ -27,33 +31,49 @@ export type AsyncRetryerStatus = 'disabled' | 'idle' | 'executing' | 'retrying';
 
 /** The eight fields of `retryer.store.state`. */
 export interface AsyncRetryerState<TFn extends AnyAsyncFunction> {
-  /** The attempt running now, or during a wait the one about to run; 0 after success and reset. */
+  /** The attempt running now, or during a wait the one about to run; 0 after success and reset. @default 0 */
   currentAttempt: number;
-  /** Number of successful `execute()` calls (not attempts). */
+  /** Number of successful `execute()` calls (not attempts). @default 0 */
   executionCount: number;
-  /** A flow is active (attempts and waits). */
+  /** A flow is active (attempts and waits). @default false */
   isExecuting: boolean;
-  /** What the most recent failed attempt threw or rejected with, as it was. */
-  lastError: unknown;
-  /** Timestamp (ms) of the most recent success. */
+  /**
+   * What the most recent failed attempt threw or rejected with; cleared when
+   * a flow starts. Typed `Error` as pacer types it, but kept as it was
+   * thrown: a thrown string, `null` or plain object is that value.
+   * @default undefined
+   */
+  lastError: Error | undefined;
+  /** Timestamp (ms) of the most recent success. @default 0 */
   lastExecutionTime: number;
-  /** The most recent successful result. */
+  /** The most recent successful result. @default undefined */
   lastResult: Awaited<ReturnType<TFn>> | undefined;
-  /** `'disabled'`, `'executing'` (attempt 1), `'retrying'` (later attempts and waits) or `'idle'`. */
+  /** `'disabled'`, `'executing'` (attempt 1), `'retrying'` (later attempts and waits) or `'idle'`. @default 'idle' ('disabled' when not enabled) */
   status: AsyncRetryerStatus;
-  /** ms from `execute()` to the most recent success. */
+  /** ms from `execute()` to the most recent success. @default 0 */
   totalExecutionTime: number;
 }
 
-/** Fields of `initialState` that persist (no flow, timer or attempt is restored). */
+/**
+ * `initialState`: any of the state fields, as pacer's `Partial` state; only
+ * those that persist are restored (no flow, timer or attempt is).
+ */
 export interface AsyncRetryerInitialState<TFn extends AnyAsyncFunction> {
+  /** Restored. @default 0 */
   executionCount?: number;
+  /** Restored. @default 0 */
   lastExecutionTime?: number;
+  /** Restored. @default 0 */
   totalExecutionTime?: number;
-  lastResult?: Awaited<ReturnType<TFn>>;
+  /** Restored. @default undefined */
+  lastResult?: Awaited<ReturnType<TFn>> | undefined;
+  /** Restored, any value. @default undefined */
   lastError?: unknown;
+  /** Accepted and ignored: no attempt is restored. @default 0 */
   currentAttempt?: number;
+  /** Accepted and ignored: no flow is restored. @default false */
   isExecuting?: boolean;
+  /** Accepted and ignored: the status follows `enabled` and the flow. @default 'idle' */
   status?: AsyncRetryerStatus;
 }
 
@@ -80,41 +100,57 @@ export interface AsyncRetryerOptions<TFn extends AnyAsyncFunction> {
   throwOnError?: boolean | 'last';
   /** When false, `execute()` resolves `undefined` at once and calls nothing. @default true */
   enabled?: Dynamic<boolean, TFn>;
-  /** State to start from; only persistable fields are used. */
+  /** State to start from; only persistable fields are used. @default undefined (the default state) */
   initialState?: AsyncRetryerInitialState<TFn>;
-  /** An identifier. */
+  /** An identifier. @default undefined */
   key?: string;
-  /** After a failed attempt when another remains; `attempt` is the one that failed. */
-  onRetry?: (attempt: number, error: unknown, retryer: AsyncRetryer<TFn>) => void;
-  /** Every failed attempt. */
-  onError?: (error: unknown, args: Parameters<TFn>, retryer: AsyncRetryer<TFn>) => void;
-  /** Once, when the flow ends in failure. */
-  onLastError?: (error: unknown, retryer: AsyncRetryer<TFn>) => void;
-  /** Once, on success. */
+  /**
+   * After a failed attempt when another remains; `attempt` is the one that
+   * failed. `error` is typed `Error` as pacer types it, but is exactly what
+   * was thrown (it may be a non-Error). @default undefined
+   */
+  onRetry?: (attempt: number, error: Error, retryer: AsyncRetryer<TFn>) => void;
+  /** Every failed attempt; `error` is exactly what was thrown (typed `Error` as in pacer). @default undefined */
+  onError?: (error: Error, args: Parameters<TFn>, retryer: AsyncRetryer<TFn>) => void;
+  /** Once, when the flow ends in failure; `error` is exactly what was thrown (typed `Error` as in pacer). @default undefined */
+  onLastError?: (error: Error, retryer: AsyncRetryer<TFn>) => void;
+  /** Once, on success. @default undefined */
   onSuccess?: (result: Awaited<ReturnType<TFn>>, args: Parameters<TFn>, retryer: AsyncRetryer<TFn>) => void;
-  /** Once per attempt, as that attempt's last callback. */
+  /** Once per attempt, as that attempt's last callback. @default undefined */
   onSettled?: (args: Parameters<TFn>, retryer: AsyncRetryer<TFn>) => void;
-  /** The flow was aborted. */
-  onAbort?: (reason: AbortReason, retryer: AsyncRetryer<TFn>) => void;
-  /** An attempt ran past `maxExecutionTime`. */
+  /**
+   * The flow was aborted. A method, so a handler annotated with pacer's four
+   * reasons is accepted; `'signal'` comes only with the `signal` option.
+   * @default undefined
+   */
+  onAbort?(reason: AbortReason, retryer: AsyncRetryer<TFn>): void;
+  /** An attempt ran past `maxExecutionTime`. @default undefined */
   onExecutionTimeout?: (retryer: AsyncRetryer<TFn>) => void;
-  /** The flow ran past `maxTotalExecutionTime`. */
+  /** The flow ran past `maxTotalExecutionTime`. @default undefined */
   onTotalExecutionTimeout?: (retryer: AsyncRetryer<TFn>) => void;
-  /** Return false to end the flow now with this error as the final one. */
-  shouldRetry?: (error: unknown, attempt: number, retryer: AsyncRetryer<TFn>) => boolean;
-  /** Why a flow ended in failure. */
-  onGiveUp?: (error: unknown, reason: GiveUpReason, retryer: AsyncRetryer<TFn>) => void;
-  /** A server hint in ms (e.g. `parseRetryAfter(error.response)`) that replaces the computed delay; `undefined` keeps it. */
-  retryAfter?: (error: unknown, attempt: number, retryer: AsyncRetryer<TFn>) => number | undefined | null;
-  /** Explicit delays in ms; attempts = length + 1. */
+  /**
+   * Return false to end the flow now with this error as the final one.
+   * `error` is what was thrown; a method, so `(error: Error)` or
+   * `(error: HTTPError)` annotations are accepted. @default undefined (every error is retried)
+   */
+  shouldRetry?(error: unknown, attempt: number, retryer: AsyncRetryer<TFn>): boolean;
+  /** Why a flow ended in failure; `error` is what was thrown (any annotation accepted). @default undefined */
+  onGiveUp?(error: unknown, reason: GiveUpReason, retryer: AsyncRetryer<TFn>): void;
+  /**
+   * A server hint in ms (e.g. `parseRetryAfter(error.response)`) that
+   * replaces the computed delay; `undefined` keeps it. `error` is what was
+   * thrown (any annotation accepted). @default undefined
+   */
+  retryAfter?(error: unknown, attempt: number, retryer: AsyncRetryer<TFn>): number | undefined | null;
+  /** Explicit delays in ms; attempts = length + 1. @default undefined (the `backoff` schedule) */
   intervals?: readonly number[];
   /** Growth factor of exponential backoff. @default 2 */
   multiplier?: number;
-  /** An outside signal: aborting it aborts the flow (`onAbort('signal')`). */
+  /** An outside signal: aborting it aborts the flow (`onAbort('signal')`). @default undefined */
   signal?: AbortSignal;
-  /** A budget shared by many retryers against retry storms. */
+  /** A budget shared by many retryers against retry storms. @default undefined (no budget) */
   budget?: RetryBudget;
-  /** Makes the jitter sequence reproducible. */
+  /** Makes the jitter sequence reproducible. @default undefined (seeded once per module from the host's randomness) */
   seed?: number;
   /** A timed-out attempt counts as a failed attempt and the flow retries. @default false */
   retryOnExecutionTimeout?: boolean;
@@ -126,38 +162,70 @@ export interface AsyncRetryerOptions<TFn extends AnyAsyncFunction> {
   nested?: 'retry' | 'passthrough';
   /** `false`: every retryer started inside this one's attempts passes through, whatever it says. @default true */
   innerRetries?: boolean;
-  /** A wait of `delay` ms starts after failed attempt `attempt`; after `onRetry`. */
+  /** A wait of `delay` ms starts after failed attempt `attempt`; after `onRetry`. @default undefined */
   onBackoff?: (info: BackoffInfo, retryer: AsyncRetryer<TFn>) => void;
+}
+
+/** An observer of state changes, shaped as `@tanstack/store`'s `Observer`. */
+export interface StateObserver<TFn extends AnyAsyncFunction> {
+  /** Called after each change with the new state; optional in the type, as in `@tanstack/store`, but `subscribe` needs it. @default undefined */
+  next?: (state: Readonly<AsyncRetryerState<TFn>>) => void;
+  /** Accepted for `@tanstack/store`'s shape; never called (the state cannot fail). @default undefined */
+  error?: (err: unknown) => void;
+  /** Accepted for `@tanstack/store`'s shape; never called (the state never ends). @default undefined */
+  complete?: () => void;
 }
 
 /** A listener of state changes, as a function or an observer. */
 export type StateListener<TFn extends AnyAsyncFunction> =
-  | ((state: AsyncRetryerState<TFn>) => void)
-  | { next: (state: AsyncRetryerState<TFn>) => void };
+  | ((state: Readonly<AsyncRetryerState<TFn>>) => void)
+  | StateObserver<TFn>;
 
-/** Unsubscribes; also callable as `.unsubscribe()`. */
+/** Unsubscribes; also callable as `.unsubscribe()` (so it is `@tanstack/store`'s `Subscription` too). */
 export interface Unsubscribe {
   (): void;
+  /** The same function. */
   unsubscribe(): void;
 }
 
-/** `retryer.store`: the state and its subscription. */
+/**
+ * `retryer.store`: the read side of pacer's `Store` (`state`, `get()`,
+ * `subscribe()`), so TanStack Store's framework adapters take it. `get` and
+ * `subscribe` are bound: they work passed on detached.
+ */
 export interface AsyncRetryerStore<TFn extends AnyAsyncFunction> {
   /** A plain object: a new one after every change, the same while nothing changed. */
   readonly state: Readonly<AsyncRetryerState<TFn>>;
-  subscribe(listener: StateListener<TFn>): Unsubscribe;
+  /** Returns `state`. */
+  get: () => Readonly<AsyncRetryerState<TFn>>;
+  /** Calls `listener` after each change; returns its unsubscribe function. */
+  subscribe: (listener: StateListener<TFn>) => Unsubscribe;
 }
 
-/** The default values `retryer.options` shows. */
-export interface AsyncRetryerDefaults {
-  backoff: 'exponential';
-  baseWait: number;
-  enabled: boolean;
-  jitter: number;
-  maxAttempts: number;
+/**
+ * The options `retryer.options` always holds, with their defaults, in every
+ * form each takes (pacer's `typeof defaultOptions`). Wider than pacer's
+ * where retry-wasm takes more: `jitter` may be `'full'`, `backoff`
+ * `'decorrelated'` or a function.
+ */
+export interface AsyncRetryerDefaults<TFn extends AnyAsyncFunction = AnyAsyncFunction> {
+  /** @default 'exponential' */
+  backoff: Exclude<AsyncRetryerOptions<TFn>['backoff'], undefined>;
+  /** @default 1000 */
+  baseWait: Dynamic<number, TFn>;
+  /** @default true */
+  enabled: Dynamic<boolean, TFn>;
+  /** @default 0 */
+  jitter: number | 'full';
+  /** @default 3 */
+  maxAttempts: Dynamic<number, TFn>;
+  /** @default Infinity */
   maxExecutionTime: number;
+  /** @default Infinity */
   maxTotalExecutionTime: number;
-  maxWait: number;
+  /** @default Infinity */
+  maxWait: Dynamic<number, TFn>;
+  /** The one in force: `false` when `onError` is given and `throwOnError` is not. @default 'last' */
   throwOnError: boolean | 'last';
 }
 
@@ -166,10 +234,10 @@ export declare class AsyncRetryer<TFn extends AnyAsyncFunction> {
   constructor(fn: TFn, initialOptions?: AsyncRetryerOptions<TFn>);
   /** The function being retried. */
   fn: TFn;
-  /** The `key` option. */
+  /** The `key` option. @default undefined */
   key: string | undefined;
-  /** The merged options, defaults included. */
-  options: AsyncRetryerOptions<TFn> & AsyncRetryerDefaults;
+  /** The merged options, defaults included. @default the defaults of `AsyncRetryerDefaults` */
+  options: AsyncRetryerOptions<TFn> & AsyncRetryerDefaults<TFn>;
   /** State and subscription. */
   readonly store: AsyncRetryerStore<TFn>;
   /** Merges and validates new options; an active flow goes on with them. */
@@ -178,8 +246,12 @@ export declare class AsyncRetryer<TFn extends AnyAsyncFunction> {
   execute: (...args: Parameters<TFn>) => Promise<Awaited<ReturnType<TFn>> | undefined>;
   /** The AbortSignal of the running attempt; `null` when no flow is active. */
   getAbortSignal: () => AbortSignal | null;
-  /** Aborts the active flow; without one, does nothing. */
-  abort: () => void;
+  /**
+   * Aborts the active flow and reports `reason` to `onAbort`; without an
+   * active flow, does nothing. Takes pacer's reasons; any other is a
+   * `TypeError`. @default 'manual'
+   */
+  abort: (reason?: Exclude<AbortReason, 'signal'>) => void;
   /** Restores the default state; an active flow goes on. */
   reset: () => void;
   /**
@@ -201,9 +273,11 @@ export interface RetryBudgetOptions {
 /** A retry budget shared by retryers: failures cost 1 token, successes refund `tokenRatio`, retries only while tokens > maxTokens / 2. */
 export declare class RetryBudget {
   constructor(options?: RetryBudgetOptions);
-  /** Tokens left now. */
+  /** Tokens left now. @default maxTokens (a new budget is full) */
   readonly tokens: number;
+  /** The `maxTokens` option. @default 10 */
   readonly maxTokens: number;
+  /** The `tokenRatio` option. @default 0.1 */
   readonly tokenRatio: number;
   /** Frees the budget's own handle now rather than at garbage collection; retryers using it keep it. */
   free(): void;
@@ -237,8 +311,11 @@ export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch
 
 /** The error a failing response stands for in callbacks, `shouldRetry` and `retryAfter`. */
 export interface HTTPError extends Error {
+  /** Always `'HTTPError'`. */
   name: 'HTTPError';
+  /** The response's status. */
   status: number;
+  /** The response itself (its body is cancelled if the request is retried). */
   response: Response;
 }
 
