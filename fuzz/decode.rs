@@ -759,7 +759,7 @@ impl Sim {
                 assert!(elapsed >= 0.0, "backoff {elapsed:?} ms after the start");
                 self.run.calls += 1;
             }
-            Effect::AbortAttempt { .. } | Effect::StateChanged => {}
+            Effect::AbortAttempt { .. } | Effect::TimeOut { .. } | Effect::StateChanged => {}
         }
         Some(e)
     }

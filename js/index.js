@@ -26,7 +26,7 @@ initSync({ module: await bytesOf(base64) });
 // on first read the same way, and kept.
 const own = (target, name, value, writable) =>
   Object.defineProperty(target, name, { value, writable, enumerable: true, configurable: true });
-for (const [name, withSelf] of [['execute', true], ['setOptions', true], ['getAbortSignal', false], ['abort', false], ['reset', false]]) {
+for (const [name, withSelf] of [['execute', true], ['setOptions', true], ['getAbortSignal', false], ['abort', true], ['reset', true]]) {
   const unbound = AsyncRetryer.prototype[`_${name}`];
   Object.defineProperty(AsyncRetryer.prototype, name, {
     get() {
@@ -40,7 +40,7 @@ for (const [name, withSelf] of [['execute', true], ['setOptions', true], ['getAb
 }
 Object.defineProperty(AsyncRetryer.prototype, 'store', {
   get() {
-    return own(this, 'store', this._store(), false).store;
+    return own(this, 'store', this._store(this), false).store;
   },
   configurable: true,
 });

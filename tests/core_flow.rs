@@ -537,7 +537,7 @@ fn execution_timeout_ends_the_flow_as_a_failure() {
             h.advance(1.0),
             vec![
                 call(g, Cb::ExecutionTimeout),
-                abort_att(g, AbortReason::ExecutionTimeout),
+                time_out(g),
                 SC,
                 on_abort(g, AbortReason::ExecutionTimeout),
                 call(g, Cb::Error),
@@ -575,7 +575,7 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
         h.advance(500.0),
         vec![
             call(g, Cb::ExecutionTimeout),
-            abort_att(g, AbortReason::ExecutionTimeout),
+            time_out(g),
             SC,
             call(g, Cb::Error),
             retry(g, 1),
@@ -602,7 +602,7 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
         h.advance(500.0),
         vec![
             call(g, Cb::ExecutionTimeout),
-            abort_att(g, AbortReason::ExecutionTimeout),
+            time_out(g),
             SC,
             call(g, Cb::Error),
             SC,

@@ -760,6 +760,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
                 Effect::Eval { what, .. } => format!("eval {what:?}"),
                 Effect::StartTimer { timer, .. } => format!("start {timer:?}"),
                 Effect::AbortAttempt { reason, .. } => format!("abortatt {reason:?}"),
+                Effect::TimeOut { .. } => "timeout".into(),
                 other => format!("{:?}", std::mem::discriminant(other)),
             };
             eprintln!("STAT {k}");

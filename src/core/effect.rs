@@ -24,6 +24,14 @@ pub enum Timer {
 /// All timers, each at the index of its discriminant.
 pub const TIMERS: [Timer; 3] = [Timer::Wait, Timer::Attempt, Timer::Total];
 
+impl Timer {
+    /// The timer whose discriminant is `code` (what a host timer's handler
+    /// is told).
+    pub fn from_code(code: u32) -> Option<Timer> {
+        TIMERS.get(code as usize).copied()
+    }
+}
+
 /// Why a flow was aborted (the `onAbort` reason).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -47,18 +55,28 @@ impl AbortReason {
         }
     }
 
+    /// Every reason, each at the index of its discriminant.
+    const ALL: [AbortReason; 5] = [
+        AbortReason::Manual,
+        AbortReason::NewExecution,
+        AbortReason::ExecutionTimeout,
+        AbortReason::TotalTimeout,
+        AbortReason::Signal,
+    ];
+
+    /// One of the reasons `abort(reason)` takes, by the name `onAbort`
+    /// receives: pacer's four (`'signal'` is the library's own).
+    pub fn from_abort_name(name: &str) -> Option<AbortReason> {
+        AbortReason::ALL
+            .into_iter()
+            .take(4)
+            .find(|r| r.name() == name)
+    }
+
     /// The reason whose discriminant is `code` (the `arg` of an `onAbort`
     /// call).
     pub fn from_code(code: u32) -> Option<AbortReason> {
-        [
-            AbortReason::Manual,
-            AbortReason::NewExecution,
-            AbortReason::ExecutionTimeout,
-            AbortReason::TotalTimeout,
-            AbortReason::Signal,
-        ]
-        .get(code as usize)
-        .copied()
+        AbortReason::ALL.get(code as usize).copied()
     }
 }
 
@@ -86,18 +104,19 @@ impl GiveUp {
         }
     }
 
+    /// Every reason, each at the index of its discriminant.
+    const ALL: [GiveUp; 5] = [
+        GiveUp::AttemptsExhausted,
+        GiveUp::NotRetryable,
+        GiveUp::ExecutionTimeout,
+        GiveUp::BudgetExhausted,
+        GiveUp::Nested,
+    ];
+
     /// The reason whose discriminant is `code` (the `arg` of an `onGiveUp`
     /// call).
     pub fn from_code(code: u32) -> Option<GiveUp> {
-        [
-            GiveUp::AttemptsExhausted,
-            GiveUp::NotRetryable,
-            GiveUp::ExecutionTimeout,
-            GiveUp::BudgetExhausted,
-            GiveUp::Nested,
-        ]
-        .get(code as usize)
-        .copied()
+        GiveUp::ALL.get(code as usize).copied()
     }
 }
 
@@ -180,9 +199,12 @@ pub enum Effect {
     StartTimer { gen: u32, timer: Timer, ms: f64 },
     /// Clear `timer` if it is running.
     ClearTimer { timer: Timer },
-    /// Abort the running attempt's signal (for an execution timeout, with a
-    /// `TimeoutError` that also becomes the flow's error).
+    /// Abort the running attempt's signal with an `AbortError` naming
+    /// `reason`.
     AbortAttempt { gen: u32, reason: AbortReason },
+    /// The running attempt ran past `maxExecutionTime`: abort its signal
+    /// with a `TimeoutError`, which also becomes the flow's error.
+    TimeOut { gen: u32 },
     /// Run callback `cb`; `arg` is the attempt for `onRetry`, the
     /// [`AbortReason`] for `onAbort`, the [`GiveUp`] for `onGiveUp`.
     Call { gen: u32, cb: Cb, arg: u32 },
@@ -214,6 +236,7 @@ impl Effect {
             Effect::Invoke { gen, .. }
             | Effect::StartTimer { gen, .. }
             | Effect::AbortAttempt { gen, .. }
+            | Effect::TimeOut { gen }
             | Effect::Call { gen, .. }
             | Effect::Backoff { gen, .. }
             | Effect::Eval { gen, .. }
@@ -222,5 +245,40 @@ impl Effect {
             | Effect::Finish { gen, .. } => Some(gen),
             Effect::ClearTimer { .. } | Effect::StateChanged => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn abort_takes_pacer_reasons_by_name() {
+        for r in [
+            AbortReason::Manual,
+            AbortReason::NewExecution,
+            AbortReason::ExecutionTimeout,
+            AbortReason::TotalTimeout,
+        ] {
+            assert_eq!(AbortReason::from_abort_name(r.name()), Some(r));
+        }
+        assert_eq!(AbortReason::from_abort_name("signal"), None);
+        assert_eq!(AbortReason::from_abort_name("Manual"), None);
+    }
+
+    #[test]
+    fn codes_decode_to_their_variant_and_nothing_else() {
+        for r in AbortReason::ALL {
+            assert_eq!(AbortReason::from_code(r as u32), Some(r));
+        }
+        for g in GiveUp::ALL {
+            assert_eq!(GiveUp::from_code(g as u32), Some(g));
+        }
+        for t in TIMERS {
+            assert_eq!(Timer::from_code(t as u32), Some(t));
+        }
+        assert_eq!(AbortReason::from_code(5), None);
+        assert_eq!(GiveUp::from_code(5), None);
+        assert_eq!(Timer::from_code(3), None);
     }
 }

@@ -130,6 +130,7 @@ impl Step {
                     | Effect::Eval { .. }
                     | Effect::Listen { .. }
                     | Effect::AbortAttempt { .. }
+                    | Effect::TimeOut { .. }
             ),
             Step::Continue { .. } | Step::MarkError { .. } => true,
             Step::Finalize { .. } => false,
@@ -879,10 +880,7 @@ impl Work<'_> {
 
     fn execution_timeout(&mut self, gen: u32, now: f64, budgets: &mut dyn Budgets) {
         self.call(gen, Cb::ExecutionTimeout, 0);
-        self.emit(Effect::AbortAttempt {
-            gen,
-            reason: AbortReason::ExecutionTimeout,
-        });
+        self.emit(Effect::TimeOut { gen });
         self.push(Step::MarkError { gen });
         if self.c.policy.retry_on_execution_timeout {
             if let Some(flow) = self.b.flow.as_mut() {

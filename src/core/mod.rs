@@ -6,7 +6,9 @@
 //! observable state ([`state`]), the shared retry budget ([`budget`]), the
 //! `Retry-After` parser ([`retry_after`]), what `retryFetch` decides about
 //! HTTP ([`http`]) and the state machine that ties them together
-//! ([`machine`]), which talks to its host only through [`effect`]s.
+//! ([`machine`]), which talks to its host only through [`effect`]s. Beside
+//! them, [`slots`] is the table through which a host's handlers, called
+//! back with numbers, find what they belong to.
 
 pub mod backoff;
 pub mod budget;
@@ -16,4 +18,5 @@ pub mod machine;
 pub mod options;
 pub mod random;
 pub mod retry_after;
+pub mod slots;
 pub mod state;

@@ -1,13 +1,16 @@
-//! The errors users see, in SPEC's words: a `TypeError` for a wrong type, a
-//! `RangeError` for a value out of range, each naming the option and the
-//! value; and the `DOMException`s an attempt's signal aborts with.
+//! Every error users see, in SPEC's words: a `TypeError` for a wrong type, a
+//! `RangeError` for a value out of range, each naming the option (of a
+//! retryer, `retryFetch` or `RetryBudget`) and the value; the
+//! `DOMException`s an attempt's signal aborts with; and the internal error
+//! that surfaces instead of a hang if the engine ever finds its own state
+//! in use.
 
 use alloc::string::String;
 
 use wasm_bindgen::JsValue;
 use web_sys::DomException;
 
-use super::values::{self, show};
+use super::props::{self, show};
 use crate::core::options::{ErrorKind, Expect, Opt, OptionError, INITIAL_FIELDS};
 
 /// A `TypeError` with `message` after the library's prefix.
@@ -33,20 +36,45 @@ pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
         }
     } else if e.opt == Opt::InitialState {
         if let Some(field) = INITIAL_FIELDS.get(e.index as usize) {
-            if let Ok(entry) = values::get(value, field) {
+            if let Ok(entry) = props::get(value, field) {
                 label = ["initialState.", field].concat();
                 shown = entry;
             }
         }
     }
-    must_be(&label, e.expect.words(), &shown, e.kind)
+    must_be(Owner::Retryer, &label, e.expect.words(), &shown, e.kind)
+}
+
+/// Whose options an option belongs to, for the start of a message.
+#[derive(Clone, Copy)]
+pub enum Owner {
+    /// `AsyncRetryer`, `asyncRetry` and `retryFetch` (whose extra options
+    /// are told apart by their names).
+    Retryer,
+    /// `new RetryBudget(options)`.
+    Budget,
+}
+
+impl Owner {
+    fn prefix(self) -> &'static str {
+        match self {
+            Owner::Retryer => "option '",
+            Owner::Budget => "RetryBudget option '",
+        }
+    }
 }
 
 /// "option 'label' must be words; got value", as a `TypeError` or a
 /// `RangeError` (`kind`).
-pub fn must_be(label: &str, words: &str, value: &JsValue, kind: ErrorKind) -> JsValue {
+pub fn must_be(
+    owner: Owner,
+    label: &str,
+    words: &str,
+    value: &JsValue,
+    kind: ErrorKind,
+) -> JsValue {
     let message = [
-        "option '",
+        owner.prefix(),
         label,
         "' must be ",
         words,
@@ -61,8 +89,36 @@ pub fn must_be(label: &str, words: &str, value: &JsValue, kind: ErrorKind) -> Js
 }
 
 /// The error for an option name the library does not know.
-pub fn unknown_option(name: &str, value: &JsValue) -> JsValue {
-    type_error(&["unknown option '", name, "' (got ", &show(value), ")"].concat())
+pub fn unknown_option(owner: Owner, name: &str, value: &JsValue) -> JsValue {
+    type_error(
+        &[
+            "unknown ",
+            owner.prefix(),
+            name,
+            "' (got ",
+            &show(value),
+            ")",
+        ]
+        .concat(),
+    )
+}
+
+/// `abort(reason)` with a reason pacer does not have; nothing changed.
+pub fn abort_reason(reason: &JsValue) -> JsValue {
+    type_error(
+        &[
+            "abort(reason) takes 'manual', 'execution-timeout', 'total-timeout' or 'new-execution'; got ",
+            &show(reason),
+        ]
+        .concat(),
+    )
+}
+
+/// What surfaces, instead of a hang, if the engine finds its own state in
+/// use where no path allows it (a bug of the library: please report it).
+pub fn internal(what: &str) -> JsValue {
+    js_sys::Error::new(&["retry-wasm: internal error (", what, "); please report it"].concat())
+        .into()
 }
 
 /// An options object (or one of its values) that could not be read.

@@ -26,10 +26,10 @@ extern "C" {
     #[wasm_bindgen(method, catch, variadic, js_name = fn)]
     pub fn call_fn(this: &Holder, args: &Array) -> Result<JsValue, JsValue>;
 
-    /// `setTimeout(handler, ms, slot, id, kind)`: the extra arguments reach
+    /// `setTimeout(handler, ms, slot, key, kind)`: the extra arguments reach
     /// the handler, so one shared handler serves every timer.
     #[wasm_bindgen(js_name = setTimeout)]
-    pub fn set_timeout(handler: &Function, ms: f64, slot: u32, id: u32, kind: u32) -> JsValue;
+    pub fn set_timeout(handler: &Function, ms: f64, slot: u32, key: u32, kind: u32) -> JsValue;
 
     /// `clearTimeout(id)` (a number in browsers, an object in Node).
     #[wasm_bindgen(js_name = clearTimeout)]
@@ -80,7 +80,7 @@ extern "C" {
 
     /// `new Promise(executor)`: the executor runs at once.
     #[wasm_bindgen(constructor, js_class = "Promise")]
-    pub fn new(executor: &Handler) -> PromiseClass;
+    pub fn new(executor: &Function) -> PromiseClass;
 
     /// A promise's `resolve` function.
     pub type Resolve;
@@ -92,25 +92,40 @@ extern "C" {
     /// One of the module's shared handlers, to be bound to numbers.
     pub type Handler;
 
-    /// `f.bind(null, slot, id, gen, attempt)`: one attempt's promise
-    /// reaction, from a handler all retryers share.
+    /// `f.bind(null, slot, key, gen, attempt, fulfilled)`: one attempt's
+    /// promise reaction, from the handler all retryers share.
     #[wasm_bindgen(method, js_name = bind)]
     pub fn bind_attempt(
         this: &Handler,
         context: &JsValue,
         slot: u32,
-        id: u32,
+        key: u32,
         gen: u32,
         attempt: u32,
+        fulfilled: u32,
     ) -> Function;
 
-    /// `f.bind(null, slot, id, gen)`: one flow's outside-signal listener.
+    /// `f.bind(null, slot, key, gen)`: one flow's outside-signal listener.
     #[wasm_bindgen(method, js_name = bind)]
-    pub fn bind_flow(this: &Handler, context: &JsValue, slot: u32, id: u32, gen: u32) -> Function;
+    pub fn bind_flow(this: &Handler, context: &JsValue, slot: u32, key: u32, gen: u32) -> Function;
 
     /// `f.bind(context, arg)`.
     #[wasm_bindgen(method, js_name = bind)]
     pub fn bind_value(this: &Handler, context: &JsValue, arg: &JsValue) -> Function;
+
+    /// `f.bind(context, a, b, c)`.
+    #[wasm_bindgen(method, js_name = bind)]
+    pub fn bind_values(
+        this: &Handler,
+        context: &JsValue,
+        a: &JsValue,
+        b: &JsValue,
+        c: &JsValue,
+    ) -> Function;
+
+    /// `Symbol(description)`: a key no other code can name.
+    #[wasm_bindgen(js_name = Symbol)]
+    pub fn symbol(description: &str) -> JsValue;
 
     /// `Object.prototype.toString.call(value)`, for error messages.
     #[wasm_bindgen(catch, js_namespace = ["Object", "prototype", "toString"], js_name = call)]

@@ -1,39 +1,52 @@
 //! The only Rust that touches JavaScript, on wasm-bindgen.
 //!
-//! [`retryer`] is the exported `AsyncRetryer` class; [`pump`] owns a
-//! retryer's JavaScript objects (the caller's promise, timers, the attempt's
-//! `AbortController`, the outside signal's listener) and carries out the
-//! effects the core's machine returns. [`live`] holds the few functions all
-//! retryers share (promise reactions, the timer callback, the signal
-//! listener) and the table through which they find their retryer.
+//! The files are layered in the order below: each uses only files listed
+//! above it. At the bottom, the host's JavaScript and the way values are
+//! read; in the middle, the [`engine`] that carries out what the core's
+//! machine decides; on top, what JavaScript sees: the exported classes and
+//! functions.
 //!
-//! Two rules keep this layer safe:
+//! Three rules keep this layer safe:
 //! - no `RefCell` borrow is held while JavaScript runs: a callback that
-//!   calls `abort()` or `execute()` re-enters, queues input, and the outer
-//!   pump drains it;
-//! - nothing here holds a user's function or the retryer's own JavaScript
-//!   object when no flow needs it (the wrapped function and the options live
-//!   on that object, read when needed), so a callback that closes over its
-//!   retryer forms a cycle the garbage collector can see and collect.
-//!
-//! A panic here would trap and poison the instance for every retryer on the
-//! page, so nothing unwraps: every borrow is a `try_borrow`, every call that
-//! can run user code is a `catch` import.
+//!   calls `abort()` or `execute()` re-enters, queues input, and the pump
+//!   already running drains it;
+//! - Rust holds a JavaScript value only while a flow needs it. Between
+//!   flows, what a retryer keeps that is JavaScript (its function, options,
+//!   `lastResult`, `lastError`, the state snapshot, store subscribers) lives
+//!   on the retryer's own object, so the garbage collector sees every cycle
+//!   through it: wasm-bindgen's table of values is a GC root, and a value
+//!   kept there that reaches the retryer would keep it forever;
+//! - nothing panics: a panic would trap and poison the instance for every
+//!   retryer on the page. Every borrow is a `try_borrow`, every call that
+//!   can run user code is a `catch` import, and what cannot happen is an
+//!   internal error the caller sees, never a hang.
 
-mod budget;
-mod entropy;
-mod errors;
-mod fetch;
-mod flow;
+// The host's functions, as imported.
 mod js;
-mod live;
+// Which JavaScript objects are this module's retry budgets.
+mod budget_table;
+// Reading and classifying JavaScript values.
+mod props;
+// Every message users see.
+mod errors;
+// Seeds for the jitter generators.
+mod entropy;
+// Which attempt a flow starts in (`nested`, `innerRetries`).
 mod nesting;
-mod options;
-mod pump;
-mod retry_after;
-mod retryer;
+// Options in: read once, validated by the core, shown as `options`.
+mod input;
+// Carrying out the machine's effects.
+mod engine;
+// `retryer.store`.
 mod store;
-mod values;
+// The exported classes and functions.
+mod retryer;
+// (RetryBudget)
+mod budget;
+// (retryFetch)
+mod fetch;
+// (parseRetryAfter)
+mod retry_after;
 
 // talc instead of std's dlmalloc: 10 KB smaller a module (3.8 KB gzipped),
 // measured on this build. Safe: wasm32-unknown-unknown here is one thread,

@@ -12,17 +12,18 @@
 //!
 //! Nothing of this runs until some retryer asks for it (`nested:
 //! 'passthrough'` or `innerRetries: false`): until then a flow starts and
-//! calls its function exactly as without it.
+//! calls its function exactly as without it. The tracking holds no
+//! JavaScript value of any retryer: an attempt is known by a token and a
+//! weak reference to whoever runs it.
 
-use alloc::rc::{Rc, Weak};
+use alloc::rc::Weak;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
 use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 
-use super::pump::Inner;
-use super::values;
+use super::props;
 
 #[wasm_bindgen]
 extern "C" {
@@ -47,9 +48,15 @@ extern "C" {
     fn get_store(this: &AsyncStorage) -> JsValue;
 }
 
+/// Whoever runs attempts: asked whether one is still running.
+pub trait Running {
+    /// Whether attempt `attempt` of flow `gen` is running now.
+    fn is_running(&self, gen: u32, attempt: u32) -> bool;
+}
+
 /// A running attempt that flows may be started in.
 struct Attempt {
-    inner: Weak<Inner>,
+    runner: Weak<dyn Running>,
     gen: u32,
     attempt: u32,
     /// Flows started in it pass through.
@@ -75,16 +82,20 @@ thread_local! {
 
 /// Starts tracking attempts (once; a retryer's policy asked for it).
 pub fn enable() {
+    if enabled() {
+        return;
+    }
+    // Made before the tracking is borrowed: this runs the host's code.
+    let storage = async_storage();
     TRACKING.with(|t| {
-        let Ok(mut t) = t.try_borrow_mut() else {
-            return;
-        };
-        if t.is_none() {
-            *t = Some(Tracking {
-                storage: async_storage(),
-                attempts: Vec::new(),
-                next: 1,
-            });
+        if let Ok(mut t) = t.try_borrow_mut() {
+            if t.is_none() {
+                *t = Some(Tracking {
+                    storage,
+                    attempts: Vec::new(),
+                    next: 1,
+                });
+            }
         }
     });
 }
@@ -97,48 +108,53 @@ pub fn enabled() -> bool {
 /// `new AsyncLocalStorage()` and `Reflect.apply`, where the host has them.
 fn async_storage() -> Option<(AsyncStorage, Function)> {
     let global = js_sys::global();
-    let process = values::get(&global, "process").ok()?;
-    let builtin = values::function(values::get(&process, "getBuiltinModule").ok()?)?;
+    let process = props::get(&global, "process").ok()?;
+    let builtin = props::function(props::get(&process, "getBuiltinModule").ok()?)?;
     let hooks = builtin
-        .call1(&process, &values::key_of("node:async_hooks"))
+        .call1(&process, &props::key_of("node:async_hooks"))
         .ok()?;
-    let class = values::function(values::get(&hooks, "AsyncLocalStorage").ok()?)?;
+    let class = props::function(props::get(&hooks, "AsyncLocalStorage").ok()?)?;
     let storage = js_sys::Reflect::construct(&class, &Array::new()).ok()?;
-    let reflect = values::get(&global, "Reflect").ok()?;
-    let apply = values::function(values::get(&reflect, "apply").ok()?)?;
+    let reflect = props::get(&global, "Reflect").ok()?;
+    let apply = props::function(props::get(&reflect, "apply").ok()?)?;
     Some((storage.unchecked_into(), apply))
+}
+
+/// The host's async context, if attempts are tracked and it has one.
+fn storage() -> Option<(AsyncStorage, Function)> {
+    TRACKING.with(|t| {
+        let t = t.try_borrow().ok()?;
+        let (s, apply) = t.as_ref()?.storage.as_ref()?;
+        Some((s.clone(), apply.clone()))
+    })
 }
 
 /// The attempt a flow starting now is nested in: `Some(forbids)` when it
 /// is started inside an attempt that is still running.
 pub fn current() -> Option<bool> {
-    let (token, found) = TRACKING.with(|t| {
+    let mut token = CURRENT.with(Cell::get);
+    if token == 0 {
+        // Asked with no borrow held: the host's code runs.
+        token = storage()?.0.get_store().as_f64()? as u32;
+    }
+    let (runner, gen, attempt, forbids) = TRACKING.with(|t| {
         let t = t.try_borrow().ok()?;
-        let t = t.as_ref()?;
-        let mut token = CURRENT.with(Cell::get);
-        if token == 0 {
-            let (storage, _) = t.storage.as_ref()?;
-            token = storage.get_store().as_f64()? as u32;
-        }
-        let (_, a) = t.attempts.iter().find(|(k, _)| *k == token)?;
-        Some((token, (a.inner.clone(), a.gen, a.attempt, a.forbids)))
+        let (_, a) = t.as_ref()?.attempts.iter().find(|(k, _)| *k == token)?;
+        Some((a.runner.clone(), a.gen, a.attempt, a.forbids))
     })?;
-    let (inner, gen, attempt, forbids) = found;
-    let running = inner.upgrade()?.machine(|m| m.is_running(gen, attempt))?;
-    if !running {
+    if !runner.upgrade()?.is_running(gen, attempt) {
         forget(token);
         return None;
     }
     Some(forbids)
 }
 
-/// Calls `call` (the function of attempt `attempt` of flow `gen` of
-/// `inner`) as the current attempt, synchronously and, where the host has
-/// one, in an async context; `f`, `receiver` and `args` are what `call`
-/// applies, for the async context to call instead. Returns the token, to
+/// Calls `f` on `receiver` with `args` (the function of attempt `attempt`
+/// of flow `gen`, run by `runner`) as the current attempt, synchronously
+/// and, where the host has one, in an async context. Returns the token, to
 /// forget when the attempt is over.
 pub fn call_in(
-    inner: &Rc<Inner>,
+    runner: Weak<dyn Running>,
     gen: u32,
     attempt: u32,
     forbids: bool,
@@ -146,7 +162,7 @@ pub fn call_in(
     receiver: &JsValue,
     args: &Array,
 ) -> (u32, Result<JsValue, JsValue>) {
-    let registered = TRACKING.with(|t| {
+    let token = TRACKING.with(|t| {
         let mut t = t.try_borrow_mut().ok()?;
         let t = t.as_mut()?;
         let token = t.next;
@@ -154,24 +170,20 @@ pub fn call_in(
         t.attempts.push((
             token,
             Attempt {
-                inner: Rc::downgrade(inner),
+                runner,
                 gen,
                 attempt,
                 forbids,
             },
         ));
-        let storage = t
-            .storage
-            .as_ref()
-            .map(|(s, apply)| (s.clone(), apply.clone()));
-        Some((token, storage))
+        Some(token)
     });
-    let Some((token, storage)) = registered else {
+    let Some(token) = token else {
         return (0, apply(f, receiver, args));
     };
     let outer = CURRENT.with(|c| c.replace(token));
     // No borrow is held here: the function may start flows of its own.
-    let result = match storage {
+    let result = match storage() {
         Some((storage, apply)) => storage.run(token, &apply, f, receiver, args),
         None => apply(f, receiver, args),
     };
@@ -198,7 +210,7 @@ fn apply(f: &JsValue, receiver: &JsValue, args: &Array) -> Result<JsValue, JsVal
     match f.dyn_ref::<Function>() {
         Some(f) => js_sys::Reflect::apply(f, receiver, args),
         None => Err(super::errors::type_error(
-            &["the retryer's fn is not a function; got ", &values::show(f)].concat(),
+            &["the retryer's fn is not a function; got ", &props::show(f)].concat(),
         )),
     }
 }

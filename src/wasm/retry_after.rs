@@ -4,7 +4,7 @@
 
 use wasm_bindgen::prelude::*;
 
-use super::values;
+use super::props;
 use crate::core::retry_after;
 
 /// Milliseconds to wait according to a `Retry-After` value (delta-seconds
@@ -29,14 +29,14 @@ pub fn header_text(value: &JsValue) -> Option<String> {
     if !value.is_object() {
         return None;
     }
-    let get = values::get(value, "get").ok()?;
+    let get = props::get(value, "get").ok()?;
     let headers = if get.is_function() {
         value.clone()
     } else {
-        values::get(value, "headers").ok()?
+        props::get(value, "headers").ok()?
     };
-    let get: js_sys::Function = values::function(values::get(&headers, "get").ok()?)?;
-    get.call1(&headers, &values::key_of("retry-after"))
+    let get: js_sys::Function = props::function(props::get(&headers, "get").ok()?)?;
+    get.call1(&headers, &props::key_of("retry-after"))
         .ok()?
         .as_string()
 }

@@ -128,6 +128,9 @@ pub fn clear(timer: Timer) -> Effect {
 pub fn abort_att(gen: u32, reason: AbortReason) -> Effect {
     Effect::AbortAttempt { gen, reason }
 }
+pub fn time_out(gen: u32) -> Effect {
+    Effect::TimeOut { gen }
+}
 pub fn eval(gen: u32, what: Eval, attempt: u32) -> Effect {
     Effect::Eval { gen, what, attempt }
 }
@@ -301,7 +304,10 @@ impl Host {
                 );
                 assert!(elapsed >= 0.0, "backoff {elapsed} ms after the start");
             }
-            Effect::AbortAttempt { .. } | Effect::Call { .. } | Effect::Eval { .. } => {}
+            Effect::AbortAttempt { .. }
+            | Effect::TimeOut { .. }
+            | Effect::Call { .. }
+            | Effect::Eval { .. } => {}
         }
         self.log.push(e);
         Some(e)

@@ -7,47 +7,46 @@
 use core::cell::Cell;
 
 use js_sys::{Array, Function};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortController, AbortSignal};
 
+use super::super::js;
+use super::attempt::Kind;
+
 /// A flow's JavaScript side.
-pub struct Flow {
+pub struct Execution {
     /// The machine's generation number of this flow.
     pub gen: u32,
-    /// The retryer's JavaScript object, held while the flow lives: callbacks
-    /// receive it, the function is called on it, and a flow whose caller
-    /// dropped the retryer still finishes.
-    pub this: JsValue,
     /// `execute`'s arguments, the same array for every attempt and callback.
     pub args: Array,
-    /// Whether `args` is empty (a spread call costs more than a plain one).
-    pub no_args: bool,
+    /// What its attempts are.
+    pub kind: Kind,
     /// The caller's `resolve`; `None` once settled. A rejection goes through
     /// it as a rejected promise, so `reject` is not kept.
-    pub resolve: Cell<Option<Function>>,
+    resolve: Cell<Option<Function>>,
     /// The latest outcome the machine took: the result after a success, the
     /// error after a failure.
-    pub value: Cell<JsValue>,
+    value: Cell<JsValue>,
     /// What the first throwing callback or option function threw.
-    pub thrown: Cell<Option<JsValue>>,
+    thrown: Cell<Option<JsValue>>,
     /// The last value an option function returned, for the `RangeError`
     /// when the machine refuses it.
     pub invalid: Cell<JsValue>,
     /// The running attempt's controller and its attempt number, made when
-    /// `getAbortSignal()` first asks during that attempt.
-    pub controller: Cell<Option<(u32, AbortController)>>,
+    /// `getAbortSignal()` first asks during that attempt (or a fetch needs
+    /// its signal).
+    controller: Cell<Option<(u32, AbortController)>>,
     /// The token of the last attempt's context, while attempts are tracked
     /// for nesting (0: none).
     pub token: Cell<u32>,
 }
 
-impl Flow {
-    pub fn new(gen: u32, this: JsValue, args: Array, no_args: bool, resolve: Function) -> Flow {
-        Flow {
+impl Execution {
+    pub fn new(gen: u32, args: Array, kind: Kind, resolve: Function) -> Execution {
+        Execution {
             gen,
-            this,
             args,
-            no_args,
+            kind,
             resolve: Cell::new(Some(resolve)),
             value: Cell::new(JsValue::UNDEFINED),
             thrown: Cell::new(None),
@@ -57,9 +56,17 @@ impl Flow {
         }
     }
 
-    /// A copy of the latest outcome (the flow keeps its own).
+    /// A copy of the latest outcome (the execution keeps its own).
     pub fn value(&self) -> JsValue {
-        peek(&self.value)
+        let v = self.value.take();
+        let copy = v.clone();
+        self.value.set(v);
+        copy
+    }
+
+    /// Records the latest outcome.
+    pub fn set_value(&self, value: JsValue) {
+        self.value.set(value);
     }
 
     /// Records what a callback or option function threw, unless something
@@ -67,6 +74,27 @@ impl Flow {
     pub fn threw(&self, error: JsValue) {
         let first = self.thrown.take();
         self.thrown.set(Some(first.unwrap_or(error)));
+    }
+
+    /// What the first throwing callback or option function threw.
+    pub fn take_thrown(&self) -> JsValue {
+        self.thrown.take().unwrap_or(JsValue::UNDEFINED)
+    }
+
+    /// The latest outcome, taken out: the flow is over.
+    pub fn take_value(&self) -> JsValue {
+        self.value.take()
+    }
+
+    /// Resolves the caller's promise with `value` (a value, or a rejected
+    /// promise), once.
+    pub fn resolve(&self, value: &JsValue) {
+        if let Some(resolve) = self.resolve.take() {
+            // A resolve function never throws: no `catch` needed.
+            resolve
+                .unchecked_ref::<js::Resolve>()
+                .call(&JsValue::UNDEFINED, value);
+        }
     }
 
     /// The signal of attempt `attempt`, making its controller if needed.
@@ -109,12 +137,4 @@ impl Flow {
             ctrl.abort_with_reason(reason);
         }
     }
-}
-
-/// A copy of a cell's value, leaving it in place.
-pub fn peek(cell: &Cell<JsValue>) -> JsValue {
-    let v = cell.take();
-    let copy = v.clone();
-    cell.set(v);
-    copy
 }

@@ -1,7 +1,8 @@
-//! Options in: an options object is read once (a getter or Proxy trap runs
-//! once, and what it throws becomes a `TypeError`), each value is classified
-//! for the core, which validates it, and the merged options view
-//! (`retryer.options`) is built beside the policy.
+//! Options in, for `AsyncRetryer`, `retryFetch` and `RetryBudget` alike: an
+//! options object is read once by [`read_entries`] (a getter or Proxy trap
+//! runs once, and what it throws becomes a `TypeError`); a retryer's values
+//! are classified for the core, which validates them, and [`build`] makes
+//! the policy and the merged options view (`retryer.options`) together.
 
 use alloc::rc::Rc;
 use alloc::string::String;
@@ -11,12 +12,15 @@ use core::cell::RefCell;
 use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
-use super::budget;
-use super::errors;
+use super::budget_table;
+use super::errors::{self, Owner};
 use super::js;
-use super::values::{self, with_raw};
-use crate::core::budget::Budget;
-use crate::core::options::{self as core_options, Opt, OptionError, Policy, Throw, INITIAL_FIELDS};
+use super::nesting;
+use super::props::{self, with_raw};
+use crate::core::budget::{Budget, BudgetError, DEFAULT_MAX_TOKENS, DEFAULT_TOKEN_RATIO};
+use crate::core::options::{
+    self as core_options, ErrorKind, Opt, OptionError, Policy, Throw, INITIAL_FIELDS,
+};
 
 /// One option as given: its name, what the core calls it, and its value.
 pub struct Given {
@@ -36,20 +40,83 @@ pub struct Extras {
     pub key: Option<JsValue>,
 }
 
-/// Reads `options` once: its own enumerable keys, then each value, in
-/// order. `undefined` reads as no options; anything else that is not an
-/// object, an unknown name, or a read that throws is a `TypeError`.
+/// Reads a retryer's `options` once: its own enumerable keys, then each
+/// value, in order. `undefined` reads as no options; anything else that is
+/// not an object, an unknown name, or a read that throws is a `TypeError`.
 pub fn read(options: &JsValue) -> Result<Vec<Given>, JsValue> {
     let mut given = Vec::new();
     read_entries(options, "options", |name, value| {
         let Some(opt) = Opt::from_name(&name) else {
-            return Err(errors::unknown_option(&name, &value));
+            return Err(errors::unknown_option(Owner::Retryer, &name, &value));
         };
         given.push(Given { opt, value });
         Ok(())
     })?;
     Ok(given)
 }
+
+/// A retryer's options, built: the policy, what comes with it, and the
+/// view `retryer.options` shows.
+pub struct Built {
+    pub policy: Policy,
+    pub extras: Extras,
+    pub view: JsValue,
+}
+
+/// Applies `given` over `policy` (a copy of the current one, or the
+/// defaults) and `base` (the current view, or none for the defaults), and
+/// starts tracking attempts if the new policy asks for it. Nothing is
+/// changed when a value is refused: the caller keeps what it had.
+pub fn build(
+    mut policy: Policy,
+    base: Option<&JsValue>,
+    given: &[Given],
+) -> Result<Built, JsValue> {
+    let extras = apply(&mut policy, given)?;
+    let view = view(base, given, &policy)?.into();
+    if policy.tracks_nesting() {
+        nesting::enable();
+    }
+    Ok(Built {
+        policy,
+        extras,
+        view,
+    })
+}
+
+/// `maxTokens` and `tokenRatio` of `new RetryBudget(options)`, read once and
+/// checked by the core.
+pub fn budget(options: &JsValue) -> Result<Budget, JsValue> {
+    let (mut max, mut ratio) = (
+        JsValue::from_f64(DEFAULT_MAX_TOKENS),
+        JsValue::from_f64(DEFAULT_TOKEN_RATIO),
+    );
+    read_entries(options, "RetryBudget options", |name, value| {
+        let slot = match name.as_str() {
+            "maxTokens" => &mut max,
+            "tokenRatio" => &mut ratio,
+            _ => return Err(errors::unknown_option(Owner::Budget, &name, &value)),
+        };
+        if !value.is_undefined() {
+            *slot = value;
+        }
+        Ok(())
+    })?;
+    let number = |name: &str, v: &JsValue| {
+        v.as_f64()
+            .ok_or_else(|| errors::must_be(Owner::Budget, name, BUDGET_WORDS, v, ErrorKind::Type))
+    };
+    let (m, r) = (number("maxTokens", &max)?, number("tokenRatio", &ratio)?);
+    Budget::new(m, r).map_err(|e| {
+        let (name, value) = match e {
+            BudgetError::MaxTokens => ("maxTokens", &max),
+            BudgetError::TokenRatio => ("tokenRatio", &ratio),
+        };
+        errors::must_be(Owner::Budget, name, BUDGET_WORDS, value, ErrorKind::Range)
+    })
+}
+
+const BUDGET_WORDS: &str = "a finite number > 0";
 
 /// Reads an options object once, handing each own enumerable entry to
 /// `take` in order (a getter or Proxy trap runs once). `undefined` has no
@@ -65,14 +132,14 @@ pub fn read_entries(
     }
     if !options.is_object() || options.is_function() {
         return Err(errors::type_error(
-            &[what, " must be an object; got ", &values::show(options)].concat(),
+            &[what, " must be an object; got ", &props::show(options)].concat(),
         ));
     }
     let keys =
         js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
     for key in keys.iter() {
         let name: String = key.as_string().unwrap_or_default();
-        let value = values::get_key(options, &key)
+        let value = props::get_key(options, &key)
             .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
         take(name, value)?;
     }
@@ -92,7 +159,7 @@ pub fn apply(policy: &mut Policy, given: &[Given]) -> Result<Extras, JsValue> {
             Opt::InitialState if g.value.is_object() => {
                 initial_state(policy, &g.value, &mut extras)?
             }
-            Opt::Budget => extras.budget = Some(budget::of(&g.value)),
+            Opt::Budget => extras.budget = Some(budget_table::of(&g.value)),
             Opt::Key => extras.key = Some(g.value.clone()),
             _ => {}
         }
@@ -109,7 +176,7 @@ pub fn apply(policy: &mut Policy, given: &[Given]) -> Result<Extras, JsValue> {
 }
 
 fn intervals(policy: &mut Policy, list: &JsValue) -> Result<(), JsValue> {
-    let len = values::length_of(list).unwrap_or(0);
+    let len = props::length_of(list).unwrap_or(0);
     for i in 0..len {
         let entry =
             Reflect::get_u32(list, i).map_err(|e| errors::unreadable("option 'intervals'", &e))?;
@@ -121,8 +188,8 @@ fn intervals(policy: &mut Policy, list: &JsValue) -> Result<(), JsValue> {
 
 fn initial_state(policy: &mut Policy, state: &JsValue, extras: &mut Extras) -> Result<(), JsValue> {
     for (field, name) in INITIAL_FIELDS.iter().enumerate() {
-        let value = values::get(state, name)
-            .map_err(|e| errors::unreadable("option 'initialState'", &e))?;
+        let value =
+            props::get(state, name).map_err(|e| errors::unreadable("option 'initialState'", &e))?;
         // lastResult and lastError may be any value: only presence matters.
         let shown = if field >= 3 && !value.is_undefined() {
             JsValue::NULL
@@ -143,7 +210,7 @@ fn initial_state(policy: &mut Policy, state: &JsValue, extras: &mut Extras) -> R
 /// Defaults as `retryer.options` shows them; the numbers are the core's.
 fn default_of(opt: Opt) -> Option<JsValue> {
     Some(match opt {
-        Opt::Backoff => values::key_of("exponential"),
+        Opt::Backoff => props::key_of("exponential"),
         Opt::BaseWait => core_options::DEFAULT_BASE_WAIT.into(),
         Opt::Enabled => JsValue::TRUE,
         Opt::Jitter => core_options::DEFAULT_JITTER.into(),
@@ -151,7 +218,7 @@ fn default_of(opt: Opt) -> Option<JsValue> {
         Opt::MaxExecutionTime => core_options::DEFAULT_MAX_EXECUTION_TIME.into(),
         Opt::MaxTotalExecutionTime => core_options::DEFAULT_MAX_TOTAL_EXECUTION_TIME.into(),
         Opt::MaxWait => core_options::DEFAULT_MAX_WAIT.into(),
-        Opt::ThrowOnError => values::key_of("last"),
+        Opt::ThrowOnError => props::key_of("last"),
         _ => return None,
     })
 }
@@ -176,7 +243,7 @@ thread_local! {
         let defaults = Object::new();
         for opt in WITH_DEFAULTS {
             if let Some(d) = default_of(opt) {
-                let _ = values::set(&defaults, opt.name(), &d);
+                let _ = props::set(&defaults, opt.name(), &d);
             }
         }
         defaults.into()
@@ -190,7 +257,7 @@ thread_local! {
 /// given and `throwOnError` is not).
 pub fn view(base: Option<&JsValue>, given: &[Given], policy: &Policy) -> Result<Object, JsValue> {
     let view = Object::new();
-    let set = |name: &'static str, value: &JsValue| values::set(&view, name, value);
+    let set = |name: &'static str, value: &JsValue| props::set(&view, name, value);
     let base = match base {
         Some(b) => b.clone(),
         None => DEFAULTS.with(JsValue::clone),
@@ -202,11 +269,11 @@ pub fn view(base: Option<&JsValue>, given: &[Given], policy: &Policy) -> Result<
         } else if let Some(d) = default_of(g.opt) {
             set(g.opt.name(), &d)?;
         } else {
-            Reflect::delete_property(&view, &values::key_of(g.opt.name()))?;
+            Reflect::delete_property(&view, &props::key_of(g.opt.name()))?;
         }
     }
     let throw = match policy.throw_mode() {
-        Throw::Last => values::key_of("last"),
+        Throw::Last => props::key_of("last"),
         Throw::Always => JsValue::TRUE,
         Throw::Never => JsValue::FALSE,
     };

@@ -1,5 +1,6 @@
-//! Looking at JavaScript values without running user code: classifying them
-//! for the core ([`Raw`], [`Provided`]) and showing them in messages.
+//! Reading JavaScript values: property access (`obj[key]`, with the key
+//! strings made once), classifying values for the core ([`Raw`],
+//! [`Provided`]) without running user code, and showing them in messages.
 
 use alloc::string::String;
 
@@ -9,7 +10,7 @@ use js_sys::{Function, JsString, JSON};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
-use super::budget;
+use super::budget_table;
 use super::js;
 use crate::core::effect::Provided;
 use crate::core::options::Raw;
@@ -45,7 +46,7 @@ pub fn with_raw<T>(value: &JsValue, f: impl FnOnce(Raw<'_>) -> T) -> T {
         Ok(false) => {}
         Err(_) => return f(Raw::Other),
     }
-    if let Some(id) = budget::id_of(value) {
+    if let Some(id) = budget_table::id_of(value) {
         return f(Raw::Budget(id));
     }
     if is_signal(value) {
@@ -105,7 +106,12 @@ pub fn get_key(target: &JsValue, key: &JsValue) -> Result<JsValue, JsValue> {
 
 /// `target[key] = value`.
 pub fn set(target: &JsValue, key: &'static str, value: &JsValue) -> Result<(), JsValue> {
-    target.unchecked_ref::<js::Bag>().set(&key_of(key), value)
+    set_key(target, &key_of(key), value)
+}
+
+/// `target[key] = value` with a key already in JavaScript.
+pub fn set_key(target: &JsValue, key: &JsValue, value: &JsValue) -> Result<(), JsValue> {
+    target.unchecked_ref::<js::Bag>().set(key, value)
 }
 
 thread_local! {

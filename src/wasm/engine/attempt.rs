@@ -1,0 +1,104 @@
+//! What an attempt is, by kind: the one seam between an `AsyncRetryer`,
+//! whose attempts call its function, and a `retryFetch` call, whose
+//! attempts are fetches that also answer `shouldRetry` and `retryAfter`
+//! and map the flow's end onto `fetch`'s contract. Everything else about a
+//! flow is the same for both.
+
+use alloc::rc::Rc;
+
+use js_sys::Promise;
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::AbortSignal;
+
+use super::super::props;
+use super::fetch_call::FetchCall;
+use crate::core::effect::{AbortReason, Eval, Outcome, Provided};
+
+/// The attempts of one flow.
+pub enum Kind {
+    /// `me.fn(...args)`, `no_args` when `args` is empty (a spread call
+    /// costs more than a plain one).
+    Function { no_args: bool },
+    /// The fetches of one `retryFetch` call.
+    Fetch(Rc<FetchCall>),
+}
+
+impl Kind {
+    /// Whether a function is called with no arguments.
+    pub fn no_args(&self) -> bool {
+        matches!(self, Kind::Function { no_args: true })
+    }
+
+    /// The outside signal: the `signal` option of the retryer whose object
+    /// is `me` (an `AbortSignal`, or an object shaped like one), or for a
+    /// fetch, the caller's `init.signal` and the option as one.
+    pub fn outside_signal(&self, me: &JsValue) -> Option<AbortSignal> {
+        match self {
+            Kind::Fetch(call) => call.signal.clone(),
+            Kind::Function { .. } => {
+                let options = props::get(me, "options").ok()?;
+                let signal = props::get(&options, "signal").ok()?;
+                props::is_signal(&signal).then(|| signal.unchecked_into())
+            }
+        }
+    }
+
+    /// A wait starts: the failing response will not be returned.
+    pub fn before_wait(&self) {
+        if let Kind::Fetch(call) = self {
+            call.release();
+        }
+    }
+
+    /// The flow is aborted with `reason`.
+    pub fn aborted(&self, reason: AbortReason) {
+        if let Kind::Fetch(call) = self {
+            call.aborted.set(Some(reason));
+        }
+    }
+
+    /// A fetch attempt with the attempt's `signal`; `None` for a function
+    /// (the engine calls it, in its async context).
+    pub fn fetch(&self, signal: impl FnOnce() -> Option<AbortSignal>) -> Option<Promise> {
+        match self {
+            Kind::Fetch(call) => Some(call.attempt(signal())),
+            Kind::Function { .. } => None,
+        }
+    }
+
+    /// The answer to `what` after the option's function (if any) gave
+    /// `given` (classified as `p`), for the flow's last `error`. A
+    /// `retryFetch` call asks for `shouldRetry` and `retryAfter` whether
+    /// or not the user gave one, and answers with its request's rules.
+    pub fn answer(&self, what: Eval, error: &JsValue, given: &JsValue, p: Provided) -> Provided {
+        let Kind::Fetch(call) = self else {
+            return p;
+        };
+        match (what, p) {
+            (_, Provided::Threw) => p,
+            (Eval::ShouldRetry, _) => {
+                let user = (!given.is_undefined()).then(|| given.is_truthy());
+                Provided::Bool(call.should_retry(error, user))
+            }
+            (Eval::RetryAfter, Provided::Number(_) | Provided::Nothing) => call
+                .retry_after(error, given.as_f64())
+                .map_or(Provided::Nothing, Provided::Number),
+            _ => p,
+        }
+    }
+
+    /// What the caller's promise resolves with for a flow that ended with
+    /// `outcome` and `value` (its result, or what it rejects with): a value,
+    /// or a rejected promise.
+    pub fn settle(&self, outcome: Outcome, value: JsValue) -> JsValue {
+        let rejected = |e: &JsValue| JsValue::from(Promise::reject(e));
+        match self {
+            Kind::Fetch(call) => call.settle(outcome, value).unwrap_or_else(|e| rejected(&e)),
+            Kind::Function { .. } => match outcome {
+                Outcome::Result => value,
+                Outcome::Undefined => JsValue::UNDEFINED,
+                Outcome::Reject | Outcome::Invalid(_) | Outcome::Thrown => rejected(&value),
+            },
+        }
+    }
+}

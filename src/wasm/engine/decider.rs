@@ -1,0 +1,118 @@
+//! A retryer's machine and the budget it draws on, behind the short
+//! borrows every input takes.
+//!
+//! Nothing here calls JavaScript while the machine or the budget is
+//! borrowed: the clock (which fake timers replace with user code) is read
+//! by the caller before the input goes in. A borrow that fails is an
+//! [`InUse`], which the engine turns into an internal error the caller
+//! sees; no path allows it.
+
+use alloc::rc::Rc;
+use core::cell::{Cell, RefCell};
+
+use crate::core::budget::{Budget, Budgets};
+use crate::core::effect::{Provided, Timer};
+use crate::core::machine::Machine;
+use crate::core::options::Policy;
+
+/// The machine or the budget was found borrowed.
+#[derive(Debug)]
+pub struct InUse;
+
+/// A budget shared by retryers.
+pub type SharedBudget = Rc<RefCell<Budget>>;
+
+/// An input that may draw on the budget.
+pub enum Input {
+    Ok {
+        gen: u32,
+        attempt: u32,
+    },
+    Err {
+        gen: u32,
+        attempt: u32,
+        cancelled: bool,
+    },
+    Timer(Timer),
+    Provide {
+        gen: u32,
+        value: Provided,
+    },
+}
+
+/// Lends a retryer's budget to the machine for one input.
+struct Lent<'a>(Option<&'a mut Budget>);
+
+impl Budgets for Lent<'_> {
+    fn budget(&mut self, _id: u32) -> Option<&mut Budget> {
+        self.0.as_deref_mut()
+    }
+}
+
+/// The machine of one retryer and its budget.
+pub struct Decider {
+    machine: RefCell<Machine>,
+    /// Taken out and put back, never borrowed: a `Cell` is 4 bytes less a
+    /// retryer than a `RefCell`.
+    budget: Cell<Option<SharedBudget>>,
+}
+
+impl Decider {
+    /// A machine with `policy` and the jitter seed `seed`.
+    pub fn new(policy: Rc<Policy>, seed: u64, budget: Option<SharedBudget>) -> Decider {
+        Decider {
+            machine: RefCell::new(Machine::new(policy, seed)),
+            budget: Cell::new(budget),
+        }
+    }
+
+    /// Runs `f` on the machine.
+    pub fn with<T>(&self, f: impl FnOnce(&mut Machine) -> T) -> Result<T, InUse> {
+        let mut m = self.machine.try_borrow_mut().map_err(|_| InUse)?;
+        Ok(f(&mut m))
+    }
+
+    /// Reads the machine.
+    pub fn read<T>(&self, f: impl FnOnce(&Machine) -> T) -> Result<T, InUse> {
+        let m = self.machine.try_borrow().map_err(|_| InUse)?;
+        Ok(f(&m))
+    }
+
+    /// Feeds the machine an input stamped `now`, lending it the budget.
+    pub fn feed(&self, input: Input, now: f64) -> Result<(), InUse> {
+        let budget = self.budget.take();
+        self.budget.set(budget.clone());
+        let mut lent = match &budget {
+            Some(b) => Some(b.try_borrow_mut().map_err(|_| InUse)?),
+            None => None,
+        };
+        let b = &mut Lent(lent.as_deref_mut());
+        self.with(|m| match input {
+            Input::Ok { gen, attempt } => m.attempt_ok(gen, attempt, now, b),
+            Input::Err {
+                gen,
+                attempt,
+                cancelled,
+            } => m.attempt_err(gen, attempt, cancelled, now, b),
+            Input::Timer(t) => m.timer_fired(t, now, b),
+            Input::Provide { gen, value } => m.provide(gen, value, now, b),
+        })
+    }
+
+    /// A copy of the current policy, for `setOptions` to change.
+    pub fn policy(&self) -> Result<Policy, InUse> {
+        self.read(|m| m.policy().clone())
+    }
+
+    /// Replaces the policy and, when `budget` is given, the budget.
+    pub fn set_policy(
+        &self,
+        policy: Rc<Policy>,
+        budget: Option<Option<SharedBudget>>,
+    ) -> Result<(), InUse> {
+        if let Some(b) = budget {
+            drop(self.budget.replace(b));
+        }
+        self.with(|m| m.set_policy(policy))
+    }
+}

@@ -1,0 +1,203 @@
+//! Carrying out the machine's effects for a busy retryer, one at a time,
+//! with no borrow held while JavaScript runs; and the one input that
+//! carrying out an effect can give straight back (an attempt whose
+//! promise refuses `then`).
+//!
+//! An effect of a flow whose execution has settled meanwhile (a callback
+//! re-entered and ended it) finds no execution and does nothing.
+
+use core::cell::Cell;
+
+use js_sys::Promise;
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::super::errors;
+use super::super::js;
+use super::super::nesting;
+use super::super::props;
+use super::decider::{Decider, InUse, Input};
+use super::guards::{Listener, Timeout};
+use super::observers;
+use super::run::Run;
+use super::user_code::{self, Nesting};
+use super::wakeups;
+use crate::core::effect::{AbortReason, Effect, Outcome, Timer};
+
+impl From<InUse> for JsValue {
+    fn from(_: InUse) -> JsValue {
+        errors::internal("engine state in use")
+    }
+}
+
+fn missing(what: &str) -> JsValue {
+    errors::internal(what)
+}
+
+impl Run {
+    /// Carries out `effect`; `Err` only for an internal error, which ends
+    /// every execution of the retryer.
+    pub fn carry(&self, d: &Decider, shown: &Cell<u32>, effect: Effect) -> Result<(), JsValue> {
+        let me = &self.me;
+        match effect {
+            Effect::Invoke { gen, attempt } => {
+                let Some(exec) = self.find(gen) else {
+                    return Ok(());
+                };
+                exec.keep_controller_of(attempt);
+                let promise = match exec.kind.fetch(|| exec.signal(attempt)) {
+                    Some(p) => p,
+                    None => {
+                        let nested = if nesting::enabled() {
+                            let forbids = d.read(|m| m.forbids_inner())?;
+                            let runner = self.runner.clone();
+                            Some(Nesting { runner, forbids })
+                        } else {
+                            None
+                        };
+                        user_code::attempt(me, &exec, attempt, nested)
+                    }
+                };
+                let ok = wakeups::reaction(self.at, gen, attempt, true);
+                let err = wakeups::reaction(self.at, gen, attempt, false);
+                let (Some(ok), Some(err)) = (ok, err) else {
+                    return Err(missing("promise reactions"));
+                };
+                if let Err(e) = promise.unchecked_ref::<js::Thenable>().then(&ok, &err) {
+                    self.settle_attempt(d, gen, attempt, false, e)?;
+                }
+            }
+            Effect::StartTimer { gen, timer, ms } => {
+                if timer == Timer::Wait {
+                    if let Some(exec) = self.find(gen) {
+                        exec.kind.before_wait();
+                    }
+                }
+                let id = wakeups::timeout(self.at, timer, ms).ok_or_else(|| missing("timer"))?;
+                self.timers.set(timer, Timeout::new(id));
+            }
+            Effect::ClearTimer { timer } => self.timers.clear(timer),
+            Effect::AbortAttempt { gen, reason } => {
+                if let Some(exec) = self.find(gen) {
+                    exec.kind.aborted(reason);
+                    if exec.has_controller() {
+                        exec.abort_signal(&errors::abort_error(reason.name()));
+                    }
+                }
+            }
+            Effect::TimeOut { gen } => {
+                if let Some(exec) = self.find(gen) {
+                    exec.kind.aborted(AbortReason::ExecutionTimeout);
+                    let limit = d.read(|m| m.policy().max_execution_time)?;
+                    let error = errors::timeout_error(limit);
+                    exec.set_value(error.clone());
+                    observers::keep_error(me, &error);
+                    exec.abort_signal(&error);
+                }
+            }
+            Effect::Call { gen, cb, arg } => {
+                if let Some(exec) = self.find(gen) {
+                    if user_code::callback(me, &exec, cb, arg).is_err() {
+                        d.with(|m| m.callback_threw(gen))?;
+                    }
+                }
+            }
+            Effect::Backoff {
+                gen,
+                attempt,
+                delay,
+                elapsed,
+            } => {
+                if let Some(exec) = self.find(gen) {
+                    if user_code::backoff(me, &exec, attempt, delay, elapsed).is_err() {
+                        d.with(|m| m.callback_threw(gen))?;
+                    }
+                }
+            }
+            Effect::Eval { gen, what, attempt } => {
+                if let Some(exec) = self.find(gen) {
+                    let value = user_code::evaluate(me, &exec, what, attempt);
+                    d.feed(Input::Provide { gen, value }, js_sys::Date::now())?;
+                }
+            }
+            Effect::Listen { gen } => {
+                let signal = self.find(gen).and_then(|e| e.kind.outside_signal(me));
+                if let Some(signal) = signal {
+                    let listener =
+                        wakeups::abort_listener(self.at, gen).ok_or_else(|| missing("listener"))?;
+                    if let Some(l) = Listener::add(signal, listener) {
+                        self.listen(l);
+                    }
+                }
+            }
+            Effect::Unlisten { .. } => self.unlisten(),
+            Effect::StateChanged => {
+                let (state, status) = d.read(|m| (m.state().clone(), m.status()))?;
+                let snapshot = observers::state(me, &state, status, shown);
+                if !observers::notify(me, &snapshot) {
+                    d.with(|m| m.set_listeners(false))?;
+                }
+            }
+            Effect::Finish { gen, outcome } => {
+                // Out of the list first: nothing of a settled flow stays
+                // reachable, and resolving with a thenable reads its `then`
+                // (user code).
+                if let Some(exec) = self.take(gen) {
+                    nesting::forget(exec.token.take());
+                    let value = match outcome {
+                        Outcome::Invalid(opt) => errors::dynamic_error(opt, &exec.invalid.take()),
+                        Outcome::Thrown => exec.take_thrown(),
+                        _ => exec.take_value(),
+                    };
+                    exec.resolve(&exec.kind.settle(outcome, value));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Attempt `attempt` of flow `gen` settled with `value`: recorded as the
+    /// flow's outcome (and `lastResult` or `lastError`) before the machine
+    /// takes it, since its callbacks read them.
+    pub fn settle_attempt(
+        &self,
+        d: &Decider,
+        gen: u32,
+        attempt: u32,
+        fulfilled: bool,
+        value: JsValue,
+    ) -> Result<(), InUse> {
+        if !d.read(|m| m.is_running(gen, attempt))? {
+            return Ok(());
+        }
+        let Some(exec) = self.find(gen) else {
+            return Ok(());
+        };
+        let cancelled = !fulfilled && props::is_abort_error(&value);
+        if fulfilled {
+            observers::keep_result(&self.me, &value);
+        } else if !cancelled {
+            observers::keep_error(&self.me, &value);
+        }
+        exec.set_value(value);
+        let input = if fulfilled {
+            Input::Ok { gen, attempt }
+        } else {
+            Input::Err {
+                gen,
+                attempt,
+                cancelled,
+            }
+        };
+        d.feed(input, js_sys::Date::now())
+    }
+
+    /// Ends every execution with `error` (an internal error): the caller
+    /// of each sees it instead of a promise that never settles.
+    pub fn fail_all(&self, error: &JsValue) {
+        let rejected: JsValue = Promise::reject(error).into();
+        for exec in self.take_all() {
+            nesting::forget(exec.token.take());
+            exec.resolve(&rejected);
+        }
+    }
+}

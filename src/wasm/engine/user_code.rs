@@ -1,0 +1,180 @@
+//! Calling the user's code: the wrapped function, the callbacks and the
+//! option functions of a retryer. Each kind of call has one place here
+//! that turns what the code returned or threw into what the engine takes:
+//! - the function's return or throw becomes the attempt's promise;
+//! - a callback's throw is the flow's first throw (the machine is told);
+//! - an option function's throw is `Provided::Threw` (its return is
+//!   classified for the core).
+//!
+//! Everything is read from the retryer's object when called (`fn`, and
+//! `options` with the callbacks on it), as pacer reads `this.fn` and
+//! `this.options`, so Rust keeps none of it.
+
+use alloc::rc::Weak;
+
+use js_sys::{Function, Promise};
+use serde::Serialize;
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::super::js::{self, Holder};
+use super::super::nesting::{self, Running};
+use super::super::props;
+use super::execution::Execution;
+use crate::core::effect::{AbortReason, Eval, GiveUp, Provided};
+use crate::core::options::{Cb, Opt};
+
+/// Where an attempt is tracked for nesting: who runs it, and whether flows
+/// started in it must pass through.
+pub struct Nesting {
+    pub runner: Weak<dyn Running>,
+    pub forbids: bool,
+}
+
+/// Attempt `attempt` of `exec`: `me.fn(...args)`, as a promise. A value, a
+/// thenable or a throw all become a promise; a promise (as an async
+/// function returns) is used as it is.
+pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nesting>) -> Promise {
+    let called = match nested {
+        Some(n) => {
+            // As the current attempt, for the retryers it starts.
+            let f = props::get(me, "fn").unwrap_or(JsValue::UNDEFINED);
+            let (token, called) =
+                nesting::call_in(n.runner, exec.gen, attempt, n.forbids, &f, me, &exec.args);
+            nesting::forget(exec.token.replace(token));
+            called
+        }
+        None => {
+            let holder: &Holder = me.unchecked_ref();
+            if exec.kind.no_args() {
+                holder.call_fn0()
+            } else {
+                holder.call_fn(&exec.args)
+            }
+        }
+    };
+    match called {
+        Ok(v) if v.has_type::<Promise>() => v.unchecked_into(),
+        Ok(v) => js::promise_resolve(&v).unwrap_or_else(|e| Promise::reject(&e)),
+        Err(e) => Promise::reject(&e),
+    }
+}
+
+/// The function an option of the retryer whose object is `me` holds now
+/// (`retryer.options[opt]`), if any, with the options object it is called
+/// on.
+fn option_fn(me: &JsValue, opt: Opt) -> Option<(JsValue, Function)> {
+    let options = props::get(me, "options").ok()?;
+    let f = props::get(&options, opt.name())
+        .ok()
+        .and_then(props::function)?;
+    Some((options, f))
+}
+
+/// Runs callback `cb` (given `arg`: see `Effect::Call`) for `exec`.
+/// `Err` if it threw; what it threw is the flow's, if nothing threw before.
+pub fn callback(me: &JsValue, exec: &Execution, cb: Cb, arg: u32) -> Result<(), ()> {
+    let Some((options, f)) = option_fn(me, cb.opt()) else {
+        return Ok(());
+    };
+    let o = &options;
+    let result = match cb {
+        Cb::Retry => f.call3(o, &arg.into(), &exec.value(), me),
+        Cb::Error => f.call3(o, &exec.value(), &exec.args, me),
+        Cb::LastError => f.call2(o, &exec.value(), me),
+        Cb::Success => f.call3(o, &exec.value(), &exec.args, me),
+        Cb::Settled => f.call2(o, &exec.args, me),
+        Cb::Abort => {
+            let reason = AbortReason::from_code(arg).unwrap_or(AbortReason::Manual);
+            f.call2(o, &props::key_of(reason.name()), me)
+        }
+        Cb::ExecutionTimeout | Cb::TotalExecutionTimeout => f.call1(o, me),
+        Cb::GiveUp => {
+            let reason = GiveUp::from_code(arg).unwrap_or(GiveUp::AttemptsExhausted);
+            f.call3(o, &exec.value(), &props::key_of(reason.name()), me)
+        }
+        // Its own effect, with the wait (`backoff` below).
+        Cb::Backoff => return Ok(()),
+    };
+    result.map(drop).map_err(|e| exec.threw(e))
+}
+
+/// What `onBackoff` receives about a wait, written out by serde-wasm-bindgen.
+#[derive(Serialize)]
+struct BackoffInfo {
+    /// ms the wait lasts.
+    delay: f64,
+    /// The attempt that failed.
+    attempt: u32,
+    /// What it failed with, as it was.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    error: JsValue,
+    /// ms since `execute()`.
+    elapsed: f64,
+}
+
+/// `onBackoff({ delay, attempt, error, elapsed }, retryer)`; `Err` as for
+/// [`callback`].
+pub fn backoff(
+    me: &JsValue,
+    exec: &Execution,
+    attempt: u32,
+    delay: f64,
+    elapsed: f64,
+) -> Result<(), ()> {
+    let Some((options, f)) = option_fn(me, Opt::OnBackoff) else {
+        return Ok(());
+    };
+    let info = BackoffInfo {
+        delay,
+        attempt,
+        error: exec.value(),
+        elapsed,
+    };
+    let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
+    f.call2(&options, &info, me)
+        .map(drop)
+        .map_err(|e| exec.threw(e))
+}
+
+/// The value option `what` has now for `exec` at attempt `attempt`: its
+/// function's answer (a value put in place of the function is taken as it
+/// is, as pacer's `parseFunctionOrValue` does), classified for the core.
+pub fn evaluate(me: &JsValue, exec: &Execution, what: Eval, attempt: u32) -> Provided {
+    let answer = props::get(me, "options")
+        .and_then(|o| props::get(&o, what.opt().name()))
+        .and_then(|value| match props::function(value.clone()) {
+            Some(f) => {
+                let u = &JsValue::UNDEFINED;
+                match what {
+                    Eval::ShouldRetry | Eval::RetryAfter => {
+                        f.call3(u, &exec.value(), &attempt.into(), me)
+                    }
+                    Eval::Backoff => f.call2(u, &attempt.into(), me),
+                    _ => f.call1(u, me),
+                }
+            }
+            None => Ok(value),
+        });
+    match answer {
+        Ok(v) => {
+            let truthy = matches!(what, Eval::Enabled | Eval::ShouldRetry);
+            let p = exec
+                .kind
+                .answer(what, &exec.value(), &v, props::provided(&v, truthy));
+            exec.invalid.set(v);
+            p
+        }
+        Err(e) => {
+            exec.threw(e);
+            Provided::Threw
+        }
+    }
+}
+
+/// A dynamic `enabled`, asked outside a flow for the `status` shown: its
+/// truthiness, or `None` if it threw (nobody can receive that error now:
+/// the next `execute()` asks again and rejects with what it throws).
+pub fn enabled_now(me: &JsValue) -> Option<bool> {
+    let (_, f) = option_fn(me, Opt::Enabled)?;
+    f.call1(&JsValue::UNDEFINED, me).ok().map(|v| v.is_truthy())
+}

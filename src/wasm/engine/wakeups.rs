@@ -1,0 +1,108 @@
+//! How JavaScript wakes a retryer: the module's own exported handlers,
+//! bound to numbers.
+//!
+//! The handlers (`_settled`, `_timer`, `_signal`, `_resolver`,
+//! `_rethrow`) are `#[wasm_bindgen]` functions of [`super`], which finds the
+//! retryer at an [`Address`] of its live table. They are looked up once
+//! among the instance's exports and used as they are: they take numbers
+//! and one JavaScript value, which wasm-bindgen passes through unchanged,
+//! so the instance's function and the one its glue wraps are the same
+//! call. One handler of each kind serves every retryer, bound per use to
+//! numbers, where a `Closure` per retryer would cost a JavaScript function,
+//! a finalizer registration and a table slot each, and a call through the
+//! glue's closure wrapper.
+
+use core::cell::Cell;
+
+use js_sys::{Function, Promise};
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::super::js::{self, Handler};
+use super::super::props;
+use crate::core::effect::Timer;
+use crate::core::slots::Address;
+
+/// The module's handlers, as JavaScript functions.
+struct Handlers {
+    settled: Handler,
+    timer: Function,
+    signal: Handler,
+    resolver: Function,
+    rethrow: Handler,
+}
+
+thread_local! {
+    static HANDLERS: Option<Handlers> = lookup();
+    /// The `resolve` the shared promise executor was just handed.
+    static RESOLVE: Cell<Option<Function>> = const { Cell::new(None) };
+}
+
+fn lookup() -> Option<Handlers> {
+    let exports = wasm_bindgen::exports();
+    let get = |name: &'static str| -> Option<Function> {
+        props::function(props::get(&exports, name).ok()?)
+    };
+    Some(Handlers {
+        settled: get("_settled")?.unchecked_into(),
+        timer: get("_timer")?,
+        signal: get("_signal")?.unchecked_into(),
+        resolver: get("_resolver")?,
+        rethrow: get("_rethrow")?.unchecked_into(),
+    })
+}
+
+fn with<T>(f: impl FnOnce(&Handlers) -> T) -> Option<T> {
+    HANDLERS.with(|h| h.as_ref().map(f))
+}
+
+/// The reaction of attempt `attempt` of flow `gen` of the retryer at `at`,
+/// for the attempt's promise fulfilling (`fulfilled`) or rejecting.
+pub fn reaction(at: Address, gen: u32, attempt: u32, fulfilled: bool) -> Option<Function> {
+    with(|h| {
+        h.settled.bind_attempt(
+            &JsValue::NULL,
+            at.slot,
+            at.key,
+            gen,
+            attempt,
+            u32::from(fulfilled),
+        )
+    })
+}
+
+/// Starts a host timer for `timer` of the retryer at `at`; its id.
+pub fn timeout(at: Address, timer: Timer, ms: f64) -> Option<JsValue> {
+    with(|h| js::set_timeout(&h.timer, ms, at.slot, at.key, timer as u32))
+}
+
+/// The outside signal's `abort` listener of flow `gen` of the retryer at
+/// `at`.
+pub fn abort_listener(at: Address, gen: u32) -> Option<Function> {
+    with(|h| h.signal.bind_flow(&JsValue::NULL, at.slot, at.key, gen))
+}
+
+/// A new pending promise and its `resolve`, from the one shared executor
+/// (a rejection goes through `resolve` as a rejected promise).
+pub fn promise() -> Option<(Promise, Function)> {
+    let promise = with(|h| js::PromiseClass::new(&h.resolver))?;
+    let resolve = RESOLVE.with(Cell::take)?;
+    Some((promise.unchecked_into(), resolve))
+}
+
+/// Keeps the `resolve` a promise executor was handed (see [`promise`]).
+pub fn resolver(resolve: JsValue) {
+    RESOLVE.with(|r| r.set(resolve.dyn_into().ok()));
+}
+
+/// Hands an error no promise can carry (a throwing store listener) to the
+/// host: `reportError` where there is one, else an uncaught exception from
+/// a microtask.
+pub fn report(error: &JsValue) {
+    let report = js::REPORT_ERROR.with(JsValue::clone);
+    if let Some(f) = report.dyn_ref::<Function>() {
+        if f.call1(&JsValue::UNDEFINED, error).is_ok() {
+            return;
+        }
+    }
+    with(|h| js::queue_microtask(&h.rethrow.bind_value(&JsValue::NULL, error)));
+}
