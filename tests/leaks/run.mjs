@@ -22,6 +22,16 @@
 //              an invalid option answer) stays reachable
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
+//   collected  node --expose-gc cases/collected.mjs
+//              every kind of flow (success, retries, waits with callbacks
+//              and a signal, exhausted attempts, shouldRetry false, signal
+//              aborts, nesting, timeouts, abort(), asyncRetry, retryFetch
+//              against a local server, callbacks that throw or re-enter):
+//              2,000 dropped retryers each, all collected, under 1 MB each
+//   short-lived  node --expose-gc cases/short-lived.mjs
+//              200,000 then 1,000,000 more short-lived retryers, a third
+//              failing once, no gc() in the loop: at most +8 MB, then at
+//              most +2 MB more
 //   exit     node cases/exit/*.mjs
 //              flows with 1-hour deadlines / waits, an outside signal, a
 //              budget, every kind of abort: the process exits by itself
@@ -31,7 +41,7 @@
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
 //
-//   node tests/leaks/run.mjs [--only executions,retryers,flows,settled,signal,exit]
+//   node tests/leaks/run.mjs [--only executions,retryers,collected,short-lived,flows,settled,signal,exit]
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
@@ -136,6 +146,8 @@ function exitCase(file, { expectLinger = false } = {}) {
 }
 
 const CASES = [
+  gcCase('short-lived', 'short-lived.mjs'),
+  gcCase('collected', 'collected.mjs'),
   gcCase('executions', 'executions.mjs', 'fail-once'),
   gcCase('retryers', 'retryers.mjs', 'finalizer'),
   gcCase('retryers', 'retryers.mjs', 'dispose'),
