@@ -18,12 +18,12 @@ async function bytesOf(text) {
 
 initSync({ module: await bytesOf(base64) });
 
-// Pacer's methods are bound (`const { execute } = retryer` works, and
-// `onClick={retryer.abort}`). Each is bound on first read, to the retryer
-// and, where the Rust side needs the retryer's own object (a method only
-// receives its pointer), with that object as first argument; the bound
-// function then stays on the retryer as an own property. `store` is made
-// on first read the same way, and kept.
+// Pacer's methods are bound (`const { execute, abort } = retryer` works).
+// Each is bound on first read, to the retryer and, where the Rust side
+// needs the retryer's own object (a method only receives its pointer), with
+// that object as first argument; the bound function then stays on the
+// retryer as an own property. `store` is made on first read the same way,
+// and kept.
 const own = (target, name, value, writable) =>
   Object.defineProperty(target, name, { value, writable, enumerable: true, configurable: true });
 for (const [name, withSelf] of [['execute', true], ['setOptions', true], ['getAbortSignal', false], ['abort', true], ['reset', true]]) {

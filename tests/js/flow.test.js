@@ -843,6 +843,49 @@ describe('rule 8: abort()', () => {
     expect(t.value).toBeUndefined()
   })
 
+  it("takes pacer's reasons and reports the one given to onAbort", async () => {
+    for (const reason of ['manual', 'execution-timeout', 'total-timeout', 'new-execution']) {
+      const seen = []
+      let signal
+      let r
+      r = new AsyncRetryer(() => { signal = r.getAbortSignal(); return new Promise(() => {}) }, {
+        onAbort: (why) => seen.push(why),
+        onError: () => seen.push('onError'),
+      })
+      const t = track(r.execute())
+      await flush()
+      r.abort(reason)
+      await flush()
+      expect(seen).toEqual([reason])
+      expect(t.value).toBeUndefined()
+      expect(signal.aborted).toBe(true)
+      expect(signal.reason.name).toBe('AbortError')
+      // An abort with a timeout's name is still an abort: no error is made.
+      expect(r.store.state.lastError).toBeUndefined()
+    }
+  })
+
+  it('refuses any other reason with a TypeError naming it, and changes nothing', async () => {
+    const onAbort = vi.fn()
+    const r = new AsyncRetryer(() => new Promise(() => {}), { onAbort })
+    const t = track(r.execute())
+    await flush()
+    const before = r.store.state
+    for (const bad of ['signal', 'Manual', 'timeout', 1, null, {}, new Event('click')]) {
+      expect(() => r.abort(bad)).toThrow(TypeError)
+    }
+    expect(() => r.abort('bogus')).toThrow(/got "bogus"/)
+    expect(() => r.abort('bogus')).toThrow(/'manual', 'execution-timeout', 'total-timeout' or 'new-execution'/)
+    await flush()
+    expect(onAbort).not.toHaveBeenCalled()
+    expect(r.store.state).toBe(before)
+    expect(t.status).toBe('pending')
+    r.abort(undefined)
+    await flush()
+    expect(onAbort).toHaveBeenCalledWith('manual', r)
+    expect(t.value).toBeUndefined()
+  })
+
   it('the retryer is usable again after abort()', async () => {
     const fn = vi.fn(async () => 'ok')
     const r = new AsyncRetryer(() => new Promise(() => {}))

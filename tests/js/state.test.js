@@ -150,6 +150,14 @@ describe('store.subscribe', () => {
     unsub()
   })
 
+  it('accepts an observer without next() (as @tanstack/store does) and refuses a non-object', async () => {
+    const r = new AsyncRetryer(async () => 1)
+    const u = r.store.subscribe({ complete() {} })
+    await r.execute()
+    u()
+    for (const bad of [1, 'x', null, undefined]) expect(() => r.store.subscribe(bad)).toThrow(TypeError)
+  })
+
   it('accepts an observer with next()', async () => {
     const r = new AsyncRetryer(async () => 'v')
     const next = vi.fn(function () { return r.store.state })
