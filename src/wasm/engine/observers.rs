@@ -40,13 +40,11 @@ thread_local! {
 }
 
 fn get(me: &JsValue, key: impl FnOnce(&Keys) -> &JsValue) -> JsValue {
-    KEYS.with(|k| props::get_key(me, key(k)))
-        .unwrap_or(JsValue::UNDEFINED)
+    KEYS.with(|k| me.unchecked_ref::<js::Kept>().get(key(k)))
 }
 
 fn set(me: &JsValue, key: impl FnOnce(&Keys) -> &JsValue, value: &JsValue) {
-    // The retryer's own object, made by this module: a plain property.
-    let _ = KEYS.with(|k| props::set_key(me, key(k), value));
+    KEYS.with(|k| me.unchecked_ref::<js::Kept>().set(key(k), value));
 }
 
 /// Records a successful attempt's result as `lastResult`.

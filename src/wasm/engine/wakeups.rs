@@ -91,7 +91,8 @@ pub fn promise() -> Option<(Promise, Function)> {
 
 /// Keeps the `resolve` a promise executor was handed (see [`promise`]).
 pub fn resolver(resolve: JsValue) {
-    RESOLVE.with(|r| r.set(resolve.dyn_into().ok()));
+    // The promise constructor's own `resolve`: a function.
+    RESOLVE.with(|r| r.set(Some(resolve.unchecked_into())));
 }
 
 /// Hands an error no promise can carry (a throwing store listener) to the
