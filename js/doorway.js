@@ -16,19 +16,23 @@ export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/r
 // pointer). When the engine's signatures change, this line changes.
 const BOUND = { execute: true, setOptions: true, getAbortSignal: false, abort: false, reset: false };
 
-/** The runtime, for error messages: "Node 20.20.2", "Deno 2.9.6", a browser's user agent, "Cloudflare-Workers". */
+/** The runtime, for error messages: "Node 20.20.2", "Deno/2.9.6", "Bun/1.4.4", a browser's user agent, "Cloudflare-Workers". */
 function host() {
-  const versions = globalThis.process?.versions;
-  if (globalThis.Deno?.version?.deno) return `Deno ${globalThis.Deno.version.deno}`;
-  if (versions?.bun) return `Bun ${versions.bun}`;
-  if (versions?.node) return `Node ${versions.node}`;
-  return globalThis.navigator?.userAgent || 'this JavaScript runtime';
+  const node = globalThis.process?.versions?.node;
+  return globalThis.navigator?.userAgent || (node ? `Node ${node}` : 'this JavaScript runtime');
 }
 
 /** The Error every entry throws when the engine cannot be loaded: names the runtime and what is missing. */
 export function loadError(what, cause) {
-  const why = cause === undefined ? '' : `: ${cause?.message ?? cause}`;
-  return new Error(`retry-wasm cannot load in ${host()}: ${what}${why}`, { cause });
+  const message = `retry-wasm cannot load in ${host()}: ${what}`;
+  return cause === undefined ? new Error(message) : new Error(`${message}: ${cause?.message ?? cause}`, { cause });
+}
+
+/** Throws the load error when the host has no WebAssembly (before anything else that may need it). */
+export function needWebAssembly() {
+  if (typeof WebAssembly !== 'object' || typeof WebAssembly.Instance !== 'function') {
+    throw loadError('globalThis.WebAssembly is missing, and the retry engine is a WebAssembly module');
+  }
 }
 
 const own = (target, name, value, writable) =>
@@ -36,9 +40,7 @@ const own = (target, name, value, writable) =>
 
 /** Instantiates `module` (a WebAssembly.Module or the module's bytes) and binds the methods; once per realm. */
 export function open(module) {
-  if (typeof WebAssembly !== 'object' || typeof WebAssembly.Instance !== 'function') {
-    throw loadError('WebAssembly is not available here (globalThis.WebAssembly is missing), and the retry engine is a WebAssembly module');
-  }
+  needWebAssembly();
   try {
     initSync({ module });
   } catch (e) {

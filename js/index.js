@@ -7,7 +7,7 @@
 // Node's entries (node.cjs, node.js) and workerd's (workerd.js) need no
 // top-level await. Types are in index.d.ts.
 import base64 from '../pkg/wasm-bytes.js';
-import { loadError, open } from './doorway.js';
+import { loadError, needWebAssembly, open } from './doorway.js';
 
 /** The module's bytes: base64, then inflated (the build deflates them). */
 async function inflate(text) {
@@ -18,9 +18,10 @@ async function inflate(text) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
+needWebAssembly();
 open(
   await inflate(base64).catch((e) => {
-    throw loadError('the embedded module could not be inflated (this entry needs DecompressionStream, Blob and Response)', e);
+    throw loadError('inflating the embedded module needs DecompressionStream', e);
   }),
 );
 

@@ -12,7 +12,7 @@
 const { Buffer } = globalThis.process?.getBuiltinModule?.('node:buffer') ?? require('node:buffer');
 const { inflateRawSync } = globalThis.process?.getBuiltinModule?.('node:zlib') ?? require('node:zlib');
 const { default: base64 } = require('../pkg/wasm-bytes.js');
-const { open, loadError, ...api } = require('./doorway.js');
+const { open, loadError, needWebAssembly, ...api } = require('./doorway.js');
 
 let bytes;
 try {
