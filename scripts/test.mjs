@@ -146,6 +146,14 @@ const STAGES = [
     },
   },
   {
+    name: 'workerd',
+    title: 'Cloudflare workerd (the real binary): a worker bundled as wrangler does, one request',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/workerd/run.mjs', [], { timeout: 5 * MIN });
+    },
+  },
+  {
     name: 'size',
     title: 'node bench/size.mjs --check',
     run() {
