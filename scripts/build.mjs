@@ -13,7 +13,7 @@
 //                        compiled WebAssembly.Module), and for size reports
 //   pkg/index.cjs        the CommonJS entry: js/node.cjs bundled by esbuild
 //                        with the doorway, the glue and the embedded bytes
-//                        (see cjsEntry below)
+//                        (see cjsEntry below); pkg/index.d.cts its types
 //
 //   node scripts/build.mjs             always build
 //   node scripts/build.mjs --if-needed skip when sources are unchanged
@@ -174,6 +174,10 @@ async function cjsEntry() {
     ...(externals.join() === 'node:buffer,node:zlib' ? [] : [`it requires ${externals.join(', ')}; only node:buffer and node:zlib may stay outside`]),
   ];
   if (problems.length) throw new Error(`pkg/index.cjs: ${problems.join('; ')}`);
+  // Its types: the same declarations, as a CommonJS declaration file, for
+  // TypeScript's node16 resolution (a .d.ts in a "type": "module" package
+  // is ESM there, and cannot be require()d).
+  copyFileSync(join(root, 'js/index.d.ts'), join(pkg, 'index.d.cts'));
   console.log(`[build] pkg/index.cjs: ${statSync(out).size} bytes`);
 }
 
