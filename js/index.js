@@ -21,7 +21,7 @@ async function inflate(text) {
 needWebAssembly();
 open(
   await inflate(base64).catch((e) => {
-    throw loadError('inflating the embedded module needs DecompressionStream', e);
+    throw loadError('inflating the embedded module with DecompressionStream failed', e);
   }),
 );
 

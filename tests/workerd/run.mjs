@@ -7,7 +7,8 @@
 // 127.0.0.1 at a free port). One request runs the worker's checks inside
 // its fetch handler; the runner checks every value of the JSON it answers.
 // A second worker, given a .wasm that does not link, must fail at load with
-// the package's own Error. The workerd process is always killed.
+// the package's own Error, and so must the default (browser) entry, bundled
+// without the workerd condition. The workerd process is always killed.
 //   node tests/workerd/run.mjs
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,7 +24,7 @@ const READY_MS = 30_000;
 const REQUEST_MS = 30_000;
 
 /** Bundles worker.js into `out/`: the .wasm modules it imports are copied beside it. Returns their names. */
-async function bundle(dir, out) {
+async function bundle(dir, out, conditions = ['workerd', 'worker', 'browser']) {
   const esbuild = await import('esbuild');
   fs.rmSync(out, { recursive: true, force: true });
   fs.mkdirSync(out, { recursive: true });
@@ -42,11 +43,11 @@ async function bundle(dir, out) {
       });
     },
   };
-  const result = await build(esbuild, dir, out, wasmModules);
+  const result = await build(esbuild, dir, out, wasmModules, conditions);
   return { wasm, inputs: Object.keys(result.metafile.inputs), warnings: result.warnings.map((w) => w.text) };
 }
 
-function build(esbuild, dir, out, plugin) {
+function build(esbuild, dir, out, plugin, conditions) {
   return esbuild.build({
     absWorkingDir: dir,
     entryPoints: [path.join(dir, 'worker.js')],
@@ -55,7 +56,7 @@ function build(esbuild, dir, out, plugin) {
     format: 'esm',
     platform: 'neutral',
     target: 'es2022',
-    conditions: ['workerd', 'worker', 'browser'],
+    conditions,
     mainFields: ['browser', 'module', 'main'],
     plugins: [plugin],
     metafile: true,
@@ -194,17 +195,8 @@ async function worksCase(out) {
   });
 }
 
-async function brokenCase(out) {
-  // A module that compiles and does not link: it imports a function the
-  // glue does not provide (see tests/cjs/run.mjs).
-  const glue = Buffer.from('./retry_wasm_bg.js');
-  const entry = Buffer.concat([Buffer.from([glue.length]), glue, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0, 0])]);
-  const wasm = Buffer.concat([
-    Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x02, entry.length + 1, 0x01]),
-    entry,
-  ]);
-  for (const w of JSON.parse(fs.readFileSync(path.join(out, 'wasm.json'), 'utf8'))) fs.writeFileSync(path.join(out, w.name), wasm);
-  const message = 'retry-wasm cannot load in Cloudflare-Workers: its WebAssembly module failed to instantiate: WebAssembly.Instance(): Import #0';
+/** Serves `out` and passes when workerd's log has `message` (the worker failed at load with it). */
+function failsAtLoad(out, message) {
   return serve(out, async (url, logs, exited, port) => {
     let status = 'no response';
     if (await ready(port, exited)) {
@@ -216,9 +208,30 @@ async function brokenCase(out) {
     await new Promise((r) => setTimeout(r, 200));
     const line = logs().split('\n').find((l) => l.includes(message));
     return line
-      ? { ok: true, detail: `${status}; workerd: ${line.trim().slice(0, 300)}` }
+      ? { ok: true, detail: `${status}; workerd: ${line.trim().slice(0, 400)}` }
       : { ok: false, detail: `no "${message}" (${status}; workerd ${JSON.stringify(exited())})\n${logs()}` };
   });
+}
+
+async function brokenCase(out) {
+  // A module that compiles and does not link: it imports a function the
+  // glue does not provide (see tests/cjs/run.mjs).
+  const glue = Buffer.from('./retry_wasm_bg.js');
+  const entry = Buffer.concat([Buffer.from([glue.length]), glue, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0, 0])]);
+  const wasm = Buffer.concat([
+    Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x02, entry.length + 1, 0x01]),
+    entry,
+  ]);
+  for (const w of JSON.parse(fs.readFileSync(path.join(out, 'wasm.json'), 'utf8'))) fs.writeFileSync(path.join(out, w.name), wasm);
+  return failsAtLoad(out, 'retry-wasm cannot load in Cloudflare-Workers: its WebAssembly module failed to instantiate: WebAssembly.Instance(): Import #0');
+}
+
+/** Without the workerd condition the bundle takes the default entry, which cannot load there: why the condition exists. */
+async function defaultEntryCase(dir) {
+  const out = path.join(dir, 'dist-default');
+  const b = await bundle(dir, out, ['worker', 'browser']);
+  fs.writeFileSync(path.join(out, 'wasm.json'), JSON.stringify(b.wasm));
+  return failsAtLoad(out, 'retry-wasm cannot load in Cloudflare-Workers: inflating the embedded module with DecompressionStream failed: Disallowed operation called within global scope');
 }
 
 export async function main() {
@@ -248,6 +261,7 @@ export async function main() {
     });
     results.push({ label: `workerd (${version})`, ...(await worksCase(out)) });
     results.push({ label: 'workerd, a .wasm that does not link', ...(await brokenCase(out)) });
+    results.push({ label: 'workerd, the default entry', ...(await defaultEntryCase(dir)) });
   }
 
   let failed = 0;
