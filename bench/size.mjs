@@ -7,7 +7,8 @@
 //   node bench/size.mjs --json     print the figures as one JSON line
 //
 // Method: esbuild bundles a one-line entry that re-exports what an app would
-// import (for retry-wasm: `export { asyncRetry, AsyncRetryer } from 'retry-wasm'`),
+// import (for retry-wasm: `export { asyncRetry, AsyncRetryer } from 'retry-wasm'`,
+// resolved by its export conditions: the browser entry js/index.js),
 // with bundle, minify, format esm, platform neutral, target es2022, no
 // source map; unused code is tree-shaken. The output is measured raw, gzip
 // (level 9) and brotli (quality 11) with node:zlib. retry-wasm's JS embeds
@@ -101,8 +102,11 @@ export async function measureSizes({ peers = true } = {}) {
     out.retryWasm = { available: false, error: r.error, wasm };
   } else {
     try {
-      const entry = `export { asyncRetry, AsyncRetryer } from ${JSON.stringify(r.path)};`;
-      const { js, others } = await bundle(entry, path.dirname(r.path));
+      // By name where the package is installed, so its export conditions
+      // pick the entry (platform neutral: the "default" one, what browser
+      // bundles get; "node" and "require" lead to the CommonJS entry).
+      const entry = `export { asyncRetry, AsyncRetryer } from ${JSON.stringify(r.dir ? 'retry-wasm' : r.path)};`;
+      const { js, others } = await bundle(entry, r.dir ?? path.dirname(r.path));
       const jsSizes = compressedSizes(js);
       // Embedded wasm: a base64 string starting with the wasm magic "\0asm"
       // ("AGFzbQ"). Found in the bundle itself, so the figures describe what

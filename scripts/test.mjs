@@ -138,6 +138,22 @@ const STAGES = [
     },
   },
   {
+    name: 'cjs',
+    title: 'CommonJS: require in Node main + worker_threads, import/require one instance, esbuild cjs, Jest 30 default mode, load failures',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/cjs/run.mjs', [], { timeout: 10 * MIN });
+    },
+  },
+  {
+    name: 'workerd',
+    title: 'Cloudflare workerd (the real binary): a worker bundled as wrangler does, one request',
+    run() {
+      requireFile('scripts/build.mjs', 'the wasm build');
+      node('tests/workerd/run.mjs', [], { timeout: 5 * MIN });
+    },
+  },
+  {
     name: 'size',
     title: 'node bench/size.mjs --check',
     run() {

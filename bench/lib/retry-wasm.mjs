@@ -17,7 +17,12 @@ import path from 'node:path';
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CONSUMER_DIR = path.join(REPO_ROOT, '.consumer');
 
-/** Where `retry-wasm` resolves to, without importing it: { path, from } or { error }. */
+/**
+ * Where `retry-wasm` resolves to, without importing it: { path, from, dir }
+ * or { error }. `path` is what a CommonJS `require` gets; `dir` (absent for
+ * RETRY_WASM_ENTRY) is where a bundler resolving the bare name by its
+ * export conditions should start.
+ */
 export function resolveRetryWasm() {
   const override = process.env.RETRY_WASM_ENTRY;
   if (override) {
@@ -38,7 +43,7 @@ export function resolveRetryWasm() {
       if (packedDiffers(path.join(CONSUMER_DIR, 'node_modules', 'retry-wasm'))) {
         from += ' (DIFFERS from the repo build: repack to measure the latest)';
       }
-      return { path: resolved, from };
+      return { path: resolved, from, dir: CONSUMER_DIR };
     } catch (e) {
       tried.push(`.consumer: ${firstLine(e)}`);
     }
@@ -51,7 +56,7 @@ export function resolveRetryWasm() {
     const req = createRequire(path.join(REPO_ROOT, 'bench', 'noop.js'));
     const p = req.resolve('retry-wasm');
     if (!existsSync(p)) throw new Error(`${p} does not exist (package not built?)`);
-    return { path: p, from: 'repo root package (self-reference)' };
+    return { path: p, from: 'repo root package (self-reference)', dir: REPO_ROOT };
   } catch (e) {
     tried.push(`self-reference: ${firstLine(e)}`);
   }
@@ -82,7 +87,7 @@ function firstLine(e) {
 
 /** Whether the package installed at `dir` differs from the repo's pkg/ and js/. */
 function packedDiffers(dir) {
-  const files = ['pkg/wasm-bytes.js', 'pkg/retry_wasm.js', 'js/index.js'];
+  const files = ['pkg/wasm-bytes.js', 'pkg/retry_wasm.js', 'pkg/index.cjs', 'js/index.js', 'js/doorway.js'];
   const read = (root, f) => (existsSync(path.join(root, f)) ? readFileSync(path.join(root, f)) : null);
   return files.some((f) => {
     const a = read(REPO_ROOT, f);

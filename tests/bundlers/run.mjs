@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles a consumer entry that imports 'retry-wasm' by name with esbuild
 // (platform browser and node, format esm) and with Vite (library mode and app
-// mode), then runs each bundle with Node from an empty temporary directory,
+// mode), and one that imports AsyncRetryer alone (esbuild, Vite lib), then runs each bundle with Node from an empty temporary directory,
 // where no node_modules can rescue an import the bundler left behind.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -48,13 +48,13 @@ function leftoverImport(dir, files) {
   return files.filter((f) => /\.m?js$/.test(f) && re.test(fs.readFileSync(path.join(dir, f), 'utf8')));
 }
 
-async function esbuildCase(dir, platform) {
+async function esbuildCase(dir, platform, entry = 'entry.mjs') {
   const esbuild = await import('esbuild');
-  const outdir = path.join(dir, 'dist', `esbuild-${platform}`);
+  const outdir = path.join(dir, 'dist', `esbuild-${platform}-${path.basename(entry, '.mjs')}`);
   fs.rmSync(outdir, { recursive: true, force: true });
   const result = await esbuild.build({
     absWorkingDir: dir,
-    entryPoints: [path.join(dir, 'entry.mjs')],
+    entryPoints: [path.join(dir, entry)],
     bundle: true,
     format: 'esm',
     platform,
@@ -68,9 +68,9 @@ async function esbuildCase(dir, platform) {
   return { outdir, files: listFiles(outdir), main: 'bundle.mjs', inputs, warnings };
 }
 
-async function viteCase(dir, mode) {
+async function viteCase(dir, mode, entry = 'entry.mjs') {
   const { build } = await import('vite');
-  const outDir = path.join(dir, 'dist', `vite-${mode}`);
+  const outDir = path.join(dir, 'dist', `vite-${mode}-${path.basename(entry, '.mjs')}`);
   const common = {
     root: dir,
     configFile: false,
@@ -80,7 +80,7 @@ async function viteCase(dir, mode) {
   };
   let main;
   if (mode === 'lib') {
-    common.build.lib = { entry: path.join(dir, 'entry.mjs'), formats: ['es'], fileName: 'bundle' };
+    common.build.lib = { entry: path.join(dir, entry), formats: ['es'], fileName: 'bundle' };
     await build(common);
     main = listFiles(outDir).find((f) => /^bundle\.m?js$/.test(f));
   } else {
@@ -105,6 +105,10 @@ export async function main() {
     ['esbuild-node', () => esbuildCase(dir, 'node')],
     ['vite-lib', () => viteCase(dir, 'lib')],
     ['vite-app', () => viteCase(dir, 'app')],
+    // One export imported by name (entry-named.mjs): the entry's own code
+    // must survive tree-shaking.
+    ['esbuild-browser-named', () => esbuildCase(dir, 'browser', 'entry-named.mjs')],
+    ['vite-lib-named', () => viteCase(dir, 'lib', 'entry-named.mjs')],
   ];
   let failed = 0;
   for (const [label, bundle] of cases) {
@@ -132,7 +136,7 @@ export async function main() {
     }
     if (!ok) failed++;
     const secs = ((performance.now() - t0) / 1000).toFixed(1).padStart(5);
-    console.log(`${ok ? 'PASS' : 'FAIL'}  ${label.padEnd(16)} ${secs}s  ${ok ? detail : ''}`);
+    console.log(`${ok ? 'PASS' : 'FAIL'}  ${label.padEnd(22)} ${secs}s  ${ok ? detail : ''}`);
     if (!ok) console.log(detail.replace(/^/gm, '      '));
   }
   console.log(`bundlers: ${cases.length - failed} passed, ${failed} failed`);

@@ -100,7 +100,7 @@ function gcCase(group, file, arg) {
     group,
     label: `${file}${arg ? ` ${arg}` : ''}`,
     async run(dir) {
-      const r = await runNode(['--expose-gc', file, ...(arg ? [arg] : [])], { cwd: dir, timeout: CASE_TIMEOUT_MS });
+      const r = await runNode(['--expose-gc', '--import', './engine.mjs', file, ...(arg ? [arg] : [])], { cwd: dir, timeout: CASE_TIMEOUT_MS });
       const line = r.out.split('\n').find((l) => l.startsWith('LEAK-RESULT '));
       const result = line ? JSON.parse(line.slice('LEAK-RESULT '.length)) : null;
       if (r.killed) return { ok: false, name: this.label, detail: `timed out after ${CASE_TIMEOUT_MS / 1000} s`, out: r.out };

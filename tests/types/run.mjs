@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Strict type test of the installed package: copies fixtures/ into
-// .consumer/types/ and runs `tsc --noEmit` there twice (moduleResolution
-// nodenext, then bundler), so the types come from
+// .consumer/types/ and runs `tsc --noEmit` there three times (moduleResolution
+// nodenext, bundler, and node16 on a CommonJS file), so the types come from
 // .consumer/node_modules/retry-wasm exactly as users get them.
 //
 // fixtures/pacer.ts is code written against @tanstack/pacer's AsyncRetryer
@@ -39,7 +39,7 @@ export async function main() {
   writePacerVariant(dir);
   const installedTypes = path.join(consumer, 'node_modules', PACKAGE_NAME) + path.sep;
   let ok = true;
-  for (const config of ['tsconfig.json', 'tsconfig.bundler.json']) {
+  for (const config of ['tsconfig.json', 'tsconfig.bundler.json', 'tsconfig.cjs.json']) {
     const t0 = performance.now();
     const r = spawnSync(process.execPath, [TSC, '-p', config, '--listFiles', '--pretty', 'false'], {
       cwd: dir,

@@ -16,14 +16,15 @@ if (!entry.includes(`/.consumer/node_modules/${PACKAGE}/`)) {
   throw new Error(`'${PACKAGE}' resolved to ${entry}, not into .consumer/node_modules`);
 }
 
-// Read only: the wasm-bindgen glue of the installed package, the same module
-// instance 'retry-wasm' loaded (same file URL). Once instantiated, its
-// `initSync()` returns the module's exports: its memory, and the table of
-// JavaScript values the engine holds.
-// The package first: its entry instantiates the module.
+// Read only: the exports of the engine instance the package made (kept by
+// the engine.mjs preload): its memory, and the table of JavaScript values
+// the engine holds. The package first: its entry instantiates the module.
 await import(PACKAGE);
-const glue = await import(new URL('../pkg/retry_wasm.js', entry));
-const engine = glue.initSync();
+const instances = globalThis.__retryWasmInstances;
+if (instances?.length !== 1) {
+  throw new Error(`expected the one WebAssembly instance 'retry-wasm' made (run with --import ./engine.mjs), found ${instances?.length}`);
+}
+const engine = instances[0].exports;
 
 export const turn = () => new Promise((r) => setImmediate(r));
 

@@ -1,0 +1,82 @@
+// The doorway every entry goes through (index.js for browsers and bundlers,
+// node.cjs for Node's require and import, workerd.js for Cloudflare): given
+// the engine's WebAssembly module, or its bytes, `open` instantiates it
+// synchronously and binds the retryer's methods as @tanstack/pacer's are;
+// the public API is what this module exports besides `open` and
+// `loadError`. The entries differ only in how they obtain the module.
+// Nothing here schedules or decides anything. (The API is exported, not
+// returned by `open`, so that a bundle leaves out what an app does not
+// import: an object holding every export would keep them all.)
+import { initSync, AsyncRetryer } from '../pkg/retry_wasm.js';
+
+export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/retry_wasm.js';
+
+// The methods bound on first read; `true`: the Rust side also takes the
+// retryer's own object as first argument (a method only receives its
+// pointer). When the engine's signatures change, this line changes.
+const BOUND = { execute: true, setOptions: true, getAbortSignal: false, abort: true, reset: true };
+
+/** The runtime, for error messages: "Node 20.20.2", "Deno/2.9.6", "Bun/1.4.4", a browser's user agent, "Cloudflare-Workers". */
+function host() {
+  const node = globalThis.process?.versions?.node;
+  return globalThis.navigator?.userAgent || (node ? `Node ${node}` : 'this JavaScript runtime');
+}
+
+/** The Error every entry throws when the engine cannot be loaded: names the runtime and what is missing. */
+export function loadError(what, cause) {
+  const message = `retry-wasm cannot load in ${host()}: ${what}`;
+  return cause === undefined ? new Error(message) : new Error(`${message}: ${cause?.message ?? cause}`, { cause });
+}
+
+/** Throws the load error when the host has no WebAssembly (before anything else that may need it). */
+export function needWebAssembly() {
+  if (typeof WebAssembly !== 'object' || typeof WebAssembly.Instance !== 'function') {
+    throw loadError('globalThis.WebAssembly is missing, and the retry engine is a WebAssembly module');
+  }
+}
+
+const own = (target, name, value, writable) =>
+  Object.defineProperty(target, name, { value, writable, enumerable: true, configurable: true });
+
+/** Instantiates `module` (a WebAssembly.Module or the module's bytes) and binds the methods; once per realm. */
+export function open(module) {
+  needWebAssembly();
+  try {
+    initSync({ module });
+  } catch (e) {
+    throw loadError('its WebAssembly module failed to instantiate', e);
+  }
+  // Pacer's methods are bound (`const { execute, abort } = retryer`
+  // works). Each is bound on first read to the retryer
+  // (and, per BOUND, with the retryer as first argument); the bound
+  // function then stays on the retryer as an own property. `store` is made
+  // on first read the same way, and kept.
+  for (const [name, withSelf] of Object.entries(BOUND)) {
+    const unbound = AsyncRetryer.prototype[`_${name}`];
+    Object.defineProperty(AsyncRetryer.prototype, name, {
+      get() {
+        return own(this, name, withSelf ? unbound.bind(this, this) : unbound.bind(this), true)[name];
+      },
+      set(value) {
+        own(this, name, value, true);
+      },
+      configurable: true,
+    });
+  }
+  Object.defineProperty(AsyncRetryer.prototype, 'store', {
+    get() {
+      return own(this, 'store', this._store(this), false).store;
+    },
+    configurable: true,
+  });
+}
+
+/** Wraps `fn` in one retryer and returns its bound `execute`: overlapping calls share that retryer, so a new call aborts the previous flow. */
+export function asyncRetry(fn, initialOptions) {
+  return new AsyncRetryer(fn, initialOptions).execute;
+}
+
+/** Returns `options` unchanged, typed, for sharing between retryers. */
+export function asyncRetryerOptions(options) {
+  return options;
+}

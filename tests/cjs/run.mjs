@@ -1,0 +1,232 @@
+#!/usr/bin/env node
+// CommonJS and load failures, against the installed package (copied into
+// .consumer/cjs/):
+//   exports          "./async-retryer" has exactly the targets of "."
+//   cjs-node         require('retry-wasm') in Node's main thread, then the
+//                    smoke test every runtime runs (retryFetch included)
+//   cjs-node-worker  the same in worker_threads
+//   cjs-dual         import and require (and the subpath) give the very same
+//                    exports; a RetryBudget from require drains with
+//                    retryers from import
+//   esbuild-cjs      require.cjs bundled by esbuild (platform node, format
+//                    cjs), run from an empty directory
+//   jest             Jest 30 in its default mode, no config and no flags, on
+//                    a CommonJS project: fixtures/jest/retry.test.js (fake
+//                    timers drive the backoff)
+//   no-wasm-*        WebAssembly deleted by a preload: require, import and
+//                    the browser entry each throw at import time an Error
+//                    naming Node's version and what is missing
+//   broken-*         a copy of the package whose embedded module does not
+//                    compile, or does not link: the same kind of Error, the
+//                    engine's own error as its cause
+// Usage: node tests/cjs/run.mjs
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { deflateRawSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { ensureConsumer, syncDir, INSTALLED, PACKAGE_NAME, ROOT } from '../../scripts/consumer.mjs';
+import { serveEndpoints } from '../runtimes/endpoints.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const TIMEOUT_MS = 60_000;
+const JEST = path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
+
+/** Runs node with `args` in `cwd`; resolves { code, out } (stdout and stderr together). */
+function node(args, { cwd, env } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => {
+      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
+      child.kill('SIGKILL');
+    }, TIMEOUT_MS);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: -1, out: `${out}\n${e.message}` });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal, out });
+    });
+  });
+}
+
+const firstLine = (text, prefix) => text.split('\n').find((l) => l.startsWith(prefix)) ?? '';
+
+/** A smoke process: passes when it prints its marker and resolved into the installed package. */
+async function smoke(label, args, cwd, env, { resolved = `/.consumer/node_modules/${PACKAGE_NAME}/pkg/index.cjs`, fetchRan = true } = {}) {
+  const { code, out } = await node(args, { cwd, env });
+  const line = firstLine(out, `SMOKE OK ${label}`);
+  if (code !== 0 || !line) return { label, ok: false, detail: `exit ${code}\n${out.trim()}` };
+  if (resolved && !line.includes(resolved)) return { label, ok: false, detail: `did not resolve to ${resolved}: ${line}` };
+  if (fetchRan && !line.includes('"retryFetch":{')) return { label, ok: false, detail: `the retryFetch check did not run: ${line}` };
+  return { label, ok: true, detail: line };
+}
+
+function exportsCheck() {
+  const pj = JSON.parse(fs.readFileSync(path.join(INSTALLED, 'package.json'), 'utf8'));
+  const same = isDeepStrictEqual(pj.exports['./async-retryer'], pj.exports['.']);
+  return {
+    label: 'exports',
+    ok: same,
+    detail: same ? `"./async-retryer" = "." = ${JSON.stringify(pj.exports['.'])}` : `"./async-retryer" differs from ".": ${JSON.stringify(pj.exports)}`,
+  };
+}
+
+async function esbuildCjs(dir, env) {
+  const esbuild = await import('esbuild');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'retry-wasm-cjs-'));
+  try {
+    const result = await esbuild.build({
+      entryPoints: [path.join(dir, 'require.cjs')],
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      outfile: path.join(tmp, 'bundle.cjs'),
+      logLevel: 'silent',
+      metafile: true,
+    });
+    const inputs = Object.keys(result.metafile.inputs).filter((i) => i.includes(`node_modules/${PACKAGE_NAME}/pkg/index.cjs`));
+    if (!inputs.length) return { label: 'esbuild-cjs', ok: false, detail: `the bundle did not read node_modules/${PACKAGE_NAME}/pkg/index.cjs` };
+    if (result.warnings.length) return { label: 'esbuild-cjs', ok: false, detail: result.warnings.map((w) => w.text).join('\n') };
+    return await smoke('esbuild-cjs', [path.join(tmp, 'bundle.cjs'), 'esbuild-cjs'], tmp, env, { resolved: null });
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+async function jest(dir) {
+  const cwd = path.join(dir, 'jest');
+  const expected = (fs.readFileSync(path.join(cwd, 'retry.test.js'), 'utf8').match(/^test\(/gm) ?? []).length;
+  // No flags: Jest as a project with no config runs it.
+  const { code, out } = await node([JEST], { cwd, env: { CI: 'true', NO_COLOR: '1', FORCE_COLOR: '0' } });
+  const summary = firstLine(out.replace(/\u001b\[[0-9;]*m/g, ''), 'Tests:');
+  const ok = code === 0 && new RegExp(`^Tests:\\s+${expected} passed, ${expected} total$`).test(summary.trim());
+  return { label: 'jest', ok, detail: ok ? `Jest ${jestVersion()}, default mode: ${summary.replace(/\s+/g, ' ')}` : `exit ${code}, expected ${expected} tests\n${out.trim()}` };
+}
+
+const jestVersion = () => JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', 'jest', 'package.json'), 'utf8')).version;
+
+/** A load failure: the process fails, with our Error and not a TypeError or ReferenceError from inside the glue. */
+async function loadFailure(label, args, cwd, expected) {
+  const { code, out } = await node(args, { cwd });
+  const line = firstLine(out.trim(), 'LOAD ') || out.split('\n').find((l) => l.includes(expected)) || '';
+  const stray = /\b(TypeError|ReferenceError)\b/.exec(line);
+  const ok = line.includes(expected) && !stray && (code !== 0 || line.startsWith('LOAD '));
+  return { label, ok, detail: ok ? line.trim() : `expected "${expected}", exit ${code}\n${out.trim()}` };
+}
+
+// The smallest module that compiles and cannot link: it imports a function
+// `missing` from the glue's import module, which the glue does not provide.
+const glueModule = Buffer.from('./retry_wasm_bg.js');
+const importEntry = Buffer.concat([Buffer.from([glueModule.length]), glueModule, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0x00, 0x00])]);
+const UNLINKABLE = Buffer.concat([
+  Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]), // "\0asm", version 1
+  Buffer.from([0x01, 0x04, 0x01, 0x60, 0x00, 0x00]), // type section: () -> ()
+  Buffer.from([0x02, importEntry.length + 1, 0x01]), // import section, one entry
+  importEntry,
+]);
+const UNCOMPILABLE = Buffer.concat([UNLINKABLE.subarray(0, 8), Buffer.from('not a wasm section')]);
+
+/** A copy of the installed package (in a temp project) whose embedded module is `wasm`. */
+function brokenCopy(wasm) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'retry-wasm-broken-'));
+  const copy = path.join(tmp, 'node_modules', PACKAGE_NAME);
+  fs.cpSync(INSTALLED, copy, { recursive: true });
+  const b64 = deflateRawSync(wasm).toString('base64');
+  for (const f of ['pkg/index.cjs', 'pkg/wasm-bytes.js']) {
+    const file = path.join(copy, f);
+    const text = fs.readFileSync(file, 'utf8');
+    const replaced = text.replace(/"[A-Za-z0-9+/]{1024,}={0,2}"/, JSON.stringify(b64));
+    if (replaced === text) throw new Error(`${f}: no embedded module found to replace`);
+    fs.writeFileSync(file, replaced);
+  }
+  return tmp;
+}
+
+// What the broken copies are loaded with: the error's class, message and cause.
+const REPORT = (load) =>
+  `try { ${load}; console.log('LOADED'); } catch (e) { console.log('LOAD', e.constructor.name, JSON.stringify(e.message), 'cause:', e.cause?.constructor?.name); }`;
+
+async function badInput(consumer) {
+  const runtime = `Node ${process.versions.node}`;
+  const missing = `Error: retry-wasm cannot load in ${runtime}: globalThis.WebAssembly is missing`;
+  const preload = ['--import', './cjs/no-wasm.mjs'];
+  const results = await Promise.all([
+    loadFailure('no-wasm-require', [...preload, '-e', "require('retry-wasm')"], consumer, missing),
+    loadFailure('no-wasm-import', [...preload, '--input-type=module', '-e', "await import('retry-wasm')"], consumer, missing),
+    loadFailure('no-wasm-browser-entry', [...preload, '--input-type=module', '-e', `await import('./node_modules/${PACKAGE_NAME}/js/index.js')`], consumer, missing),
+  ]);
+  for (const [kind, wasm, cause] of [['compile', UNCOMPILABLE, 'CompileError'], ['link', UNLINKABLE, 'LinkError']]) {
+    const tmp = brokenCopy(wasm);
+    try {
+      const expected = (msg) => `LOAD Error "retry-wasm cannot load in ${runtime}: its WebAssembly module failed to instantiate: ${msg}`;
+      const why = kind === 'compile' ? 'WebAssembly.Module(): ' : 'WebAssembly.Instance(): Import #0 ';
+      const tail = ` cause: ${cause}`;
+      for (const r of await Promise.all([
+        loadFailure(`broken-${kind}-require`, ['-e', REPORT(`require('${PACKAGE_NAME}')`)], tmp, expected(why)),
+        loadFailure(`broken-${kind}-browser-entry`, ['--input-type=module', '-e', REPORT(`await import('./node_modules/${PACKAGE_NAME}/js/index.js')`)], tmp, expected(why)),
+      ])) {
+        if (r.ok && !r.detail.endsWith(tail)) Object.assign(r, { ok: false, detail: `cause is not a ${cause}: ${r.detail}` });
+        results.push(r);
+      }
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  return results;
+}
+
+export async function main() {
+  const consumer = await ensureConsumer();
+  const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'cjs'));
+  fs.copyFileSync(path.join(HERE, '..', 'runtimes', 'fixtures', 'check.mjs'), path.join(dir, 'check.mjs'));
+
+  const results = [exportsCheck()];
+  const endpoints = await serveEndpoints();
+  try {
+    const env = { RETRY_WASM_TEST_URL: endpoints.url };
+    // Two at a time (2 cores).
+    results.push(
+      ...(await Promise.all([
+        smoke('cjs-node', [path.join(dir, 'require.cjs'), 'cjs-node'], dir, env),
+        smoke('cjs-node-worker', [path.join(dir, 'require-worker.cjs')], dir, env),
+      ])),
+    );
+    results.push(
+      ...(await Promise.all([
+        smoke('cjs-dual', [path.join(dir, 'dual.mjs')], dir, env, { resolved: `/.consumer/node_modules/${PACKAGE_NAME}/js/node.js`, fetchRan: false }),
+        esbuildCjs(dir, env),
+      ])),
+    );
+  } finally {
+    await endpoints.close();
+  }
+  results.push(await jest(dir));
+  results.push(...(await badInput(consumer)));
+
+  let failed = 0;
+  for (const r of results) {
+    if (!r.ok) failed++;
+    console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${r.label.padEnd(28)} ${r.ok ? r.detail.slice(0, 400) : ''}`);
+    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
+  }
+  console.log(`cjs: ${results.length - failed} passed, ${failed} failed`);
+  return failed === 0;
+}
+
+if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
+  main().then(
+    (ok) => process.exit(ok ? 0 : 1),
+    (e) => {
+      console.error(e?.stack ?? e);
+      process.exit(1);
+    },
+  );
+}
