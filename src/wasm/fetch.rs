@@ -20,6 +20,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, Headers, ReadableStream, Request};
 
 use super::engine::{Engine, FetchCall, Kind, SharedBudget};
+use super::entries;
 use super::errors::{self, Owner};
 use super::input::{self, Given};
 use super::js;
@@ -193,7 +194,7 @@ type Entries = (Vec<Given>, Vec<(&'static str, JsValue)>);
 fn read(options: &JsValue) -> Result<Entries, JsValue> {
     let mut given = Vec::new();
     let mut own = Vec::new();
-    input::read_entries(options, "retryFetch options", |name, value| {
+    entries::read(options, "retryFetch options", |name, value| {
         if let Some(own_name) = OWN.iter().find(|n| **n == name) {
             own.push((*own_name, value));
         } else if name == "throwOnError" {

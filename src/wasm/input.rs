@@ -1,11 +1,10 @@
 //! Options in, for `AsyncRetryer`, `retryFetch` and `RetryBudget` alike: an
-//! options object is read once by [`read_entries`] (a getter or Proxy trap
+//! options object is read once by [`entries::read`] (a getter or Proxy trap
 //! runs once, and what it throws becomes a `TypeError`); a retryer's values
 //! are classified for the core, which validates them, and [`build`] makes
 //! the policy and the merged options view (`retryer.options`) together.
 
 use alloc::rc::Rc;
-use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::RefCell;
 
@@ -13,13 +12,14 @@ use js_sys::{Object, Reflect};
 use wasm_bindgen::JsValue;
 
 use super::budget_table;
+use super::entries;
 use super::errors::{self, Owner};
 use super::js;
 use super::nesting;
-use super::props::{self, with_raw};
+use super::props;
 use crate::core::budget::{Budget, BudgetError, DEFAULT_MAX_TOKENS, DEFAULT_TOKEN_RATIO};
 use crate::core::options::{
-    self as core_options, ErrorKind, Opt, OptionError, Policy, Throw, INITIAL_FIELDS,
+    self as core_options, ErrorKind, Opt, OptionError, Policy, Raw, Throw, INITIAL_FIELDS,
 };
 
 /// One option as given: its name, what the core calls it, and its value.
@@ -45,7 +45,7 @@ pub struct Extras {
 /// not an object, an unknown name, or a read that throws is a `TypeError`.
 pub fn read(options: &JsValue) -> Result<Vec<Given>, JsValue> {
     let mut given = Vec::new();
-    read_entries(options, "options", |name, value| {
+    entries::read(options, "options", |name, value| {
         let Some(opt) = Opt::from_name(&name) else {
             return Err(errors::unknown_option(Owner::Retryer, &name, &value));
         };
@@ -91,7 +91,7 @@ pub fn budget(options: &JsValue) -> Result<Budget, JsValue> {
         JsValue::from_f64(DEFAULT_MAX_TOKENS),
         JsValue::from_f64(DEFAULT_TOKEN_RATIO),
     );
-    read_entries(options, "RetryBudget options", |name, value| {
+    entries::read(options, "RetryBudget options", |name, value| {
         let slot = match name.as_str() {
             "maxTokens" => &mut max,
             "tokenRatio" => &mut ratio,
@@ -117,34 +117,6 @@ pub fn budget(options: &JsValue) -> Result<Budget, JsValue> {
 }
 
 const BUDGET_WORDS: &str = "a finite number > 0";
-
-/// Reads an options object once, handing each own enumerable entry to
-/// `take` in order (a getter or Proxy trap runs once). `undefined` has no
-/// entries; anything else that is not an object, or a read that throws, is
-/// a `TypeError`; `what` names the object in it.
-pub fn read_entries(
-    options: &JsValue,
-    what: &str,
-    mut take: impl FnMut(String, JsValue) -> Result<(), JsValue>,
-) -> Result<(), JsValue> {
-    if options.is_undefined() {
-        return Ok(());
-    }
-    if !options.is_object() || options.is_function() {
-        return Err(errors::type_error(
-            &[what, " must be an object; got ", &props::show(options)].concat(),
-        ));
-    }
-    let keys =
-        js::object_keys(options).map_err(|e| errors::unreadable("the options object", &e))?;
-    for key in keys.iter() {
-        let name: String = key.as_string().unwrap_or_default();
-        let value = props::get_key(options, &key)
-            .map_err(|e| errors::unreadable(&["option '", &name, "'"].concat(), &e))?;
-        take(name, value)?;
-    }
-    Ok(())
-}
 
 /// Applies `given` to `policy` (a copy of the current one, or the
 /// defaults), entry by entry, then the cross-option checks. A refused value
@@ -279,4 +251,44 @@ pub fn view(base: Option<&JsValue>, given: &[Given], policy: &Policy) -> Result<
     };
     set(Opt::ThrowOnError.name(), &throw)?;
     Ok(view)
+}
+
+/// Runs `f` on the core's view of `value`. Never runs user code except a
+/// revoked Proxy's traps, whose exceptions are caught.
+fn with_raw<T>(value: &JsValue, f: impl FnOnce(Raw<'_>) -> T) -> T {
+    if value.is_undefined() {
+        return f(Raw::Undefined);
+    }
+    if value.is_null() {
+        return f(Raw::Null);
+    }
+    if let Some(b) = value.as_bool() {
+        return f(Raw::Bool(b));
+    }
+    if let Some(n) = value.as_f64() {
+        return f(Raw::Number(n));
+    }
+    if let Some(s) = value.as_string() {
+        return f(Raw::Str(&s));
+    }
+    if value.is_function() {
+        return f(Raw::Function);
+    }
+    if !value.is_object() {
+        // A symbol or a bigint: no option takes one.
+        return f(Raw::Other);
+    }
+    match js::is_array(value) {
+        // An array whose length cannot be read is no array of delays.
+        Ok(true) => return f(props::length_of(value).map_or(Raw::Other, Raw::Array)),
+        Ok(false) => {}
+        Err(_) => return f(Raw::Other),
+    }
+    if let Some(id) = budget_table::id_of(value) {
+        return f(Raw::Budget(id));
+    }
+    if props::is_signal(value) {
+        return f(Raw::Signal);
+    }
+    f(Raw::Object)
 }

@@ -89,6 +89,11 @@ extern "C" {
     #[wasm_bindgen(catch, method)]
     pub fn then(this: &Thenable, ok: &Function, err: &Function) -> Result<(), JsValue>;
 
+    /// `promise.then(ok)`: the promise of what `ok` returns (a native
+    /// promise's `then`, which does not throw).
+    #[wasm_bindgen(method, js_name = then)]
+    pub fn map(this: &Thenable, ok: &Function) -> Promise;
+
     /// The global `Promise` class, for its constructor.
     #[wasm_bindgen(js_name = Promise)]
     pub type PromiseClass;

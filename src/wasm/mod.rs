@@ -29,6 +29,8 @@ mod budget_table;
 mod props;
 // Every message users see.
 mod errors;
+// Reading an options object once.
+mod entries;
 // Seeds for the jitter generators.
 mod entropy;
 // Which attempt a flow starts in (`nested`, `innerRetries`).

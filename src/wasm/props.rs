@@ -1,6 +1,6 @@
 //! Reading JavaScript values: property access (`obj[key]`, with the key
-//! strings made once), classifying values for the core ([`Raw`],
-//! [`Provided`]) without running user code, and showing them in messages.
+//! strings made once), telling signals and cancellations apart, and
+//! showing any value in a message.
 
 use alloc::string::String;
 
@@ -10,50 +10,7 @@ use js_sys::{Function, JsString, JSON};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
-use super::budget_table;
 use super::js;
-use crate::core::effect::Provided;
-use crate::core::options::Raw;
-
-/// Runs `f` on the core's view of `value`. Never runs user code except a
-/// revoked Proxy's traps, whose exceptions are caught.
-pub fn with_raw<T>(value: &JsValue, f: impl FnOnce(Raw<'_>) -> T) -> T {
-    if value.is_undefined() {
-        return f(Raw::Undefined);
-    }
-    if value.is_null() {
-        return f(Raw::Null);
-    }
-    if let Some(b) = value.as_bool() {
-        return f(Raw::Bool(b));
-    }
-    if let Some(n) = value.as_f64() {
-        return f(Raw::Number(n));
-    }
-    if let Some(s) = value.as_string() {
-        return f(Raw::Str(&s));
-    }
-    if value.is_function() {
-        return f(Raw::Function);
-    }
-    if !value.is_object() {
-        // A symbol or a bigint: no option takes one.
-        return f(Raw::Other);
-    }
-    match js::is_array(value) {
-        // An array whose length cannot be read is no array of delays.
-        Ok(true) => return f(length_of(value).map_or(Raw::Other, Raw::Array)),
-        Ok(false) => {}
-        Err(_) => return f(Raw::Other),
-    }
-    if let Some(id) = budget_table::id_of(value) {
-        return f(Raw::Budget(id));
-    }
-    if is_signal(value) {
-        return f(Raw::Signal);
-    }
-    f(Raw::Object)
-}
 
 /// An `AbortSignal`, or an object shaped like one (a signal of another
 /// realm, or of a polyfill): a boolean `aborted` and the two listener
@@ -72,22 +29,6 @@ pub fn is_signal(value: &JsValue) -> bool {
 pub fn length_of(array: &JsValue) -> Option<u32> {
     let n = get(array, "length").ok()?.as_f64()?;
     (n >= 0.0 && n <= f64::from(u32::MAX)).then_some(n as u32)
-}
-
-/// What an option function returned, as the core takes it; `truthy` for
-/// the options whose answer counts only as true or false.
-pub fn provided(value: &JsValue, truthy: bool) -> Provided {
-    if truthy {
-        Provided::Bool(value.is_truthy())
-    } else if value.is_undefined() || value.is_null() {
-        Provided::Nothing
-    } else if let Some(b) = value.as_bool() {
-        Provided::Bool(b)
-    } else if let Some(n) = value.as_f64() {
-        Provided::Number(n)
-    } else {
-        Provided::Other
-    }
 }
 
 /// `target[key]`, for an object target (`undefined` otherwise); a getter

@@ -6,7 +6,7 @@
 
 use alloc::rc::Rc;
 
-use js_sys::Promise;
+use js_sys::{Function, Promise};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
@@ -57,11 +57,17 @@ impl Kind {
         }
     }
 
-    /// A fetch attempt with the attempt's `signal`; `None` for a function
-    /// (the engine calls it, in its async context).
-    pub fn fetch(&self, signal: impl FnOnce() -> Option<AbortSignal>) -> Option<Promise> {
+    /// A fetch attempt with the attempt's `signal`, whose response is
+    /// looked at by `classify` (the `_fetched` handler of flow `gen` of the
+    /// retryer at its address); `None` for a function (the engine calls it,
+    /// in its async context).
+    pub fn fetch(
+        &self,
+        signal: impl FnOnce() -> Option<AbortSignal>,
+        classify: impl FnOnce() -> Option<Function>,
+    ) -> Option<Promise> {
         match self {
-            Kind::Fetch(call) => Some(call.attempt(signal())),
+            Kind::Fetch(call) => Some(call.attempt(signal(), classify())),
             Kind::Function { .. } => None,
         }
     }

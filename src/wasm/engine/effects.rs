@@ -44,7 +44,8 @@ impl Run {
                     return Ok(());
                 };
                 exec.keep_controller_of(attempt);
-                let promise = match exec.kind.fetch(|| exec.signal(attempt)) {
+                let classify = || wakeups::fetched(self.at, gen);
+                let promise = match exec.kind.fetch(|| exec.signal(attempt), classify) {
                     Some(p) => p,
                     None => {
                         let nested = if nesting::enabled() {

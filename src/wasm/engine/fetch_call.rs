@@ -13,7 +13,7 @@ use core::cell::{Cell, RefCell};
 
 use js_sys::{Function, Object, Promise};
 use wasm_bindgen::{JsCast, JsValue};
-use wasm_bindgen_futures::{future_to_promise, spawn_local, JsFuture};
+use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{AbortSignal, Request, Response};
 
 use super::super::errors;
@@ -42,30 +42,47 @@ pub struct FetchCall {
 }
 
 impl FetchCall {
-    /// One attempt: a fetch with the attempt's `signal`. A response with a
-    /// failing status, when the request may be sent again, fails the
-    /// attempt with an `HTTPError` (its `response` and `status` on it).
-    pub fn attempt(self: &Rc<Self>, signal: Option<AbortSignal>) -> Promise {
+    /// One attempt: a fetch with the attempt's `signal`, whose response
+    /// `classify` (which calls [`FetchCall::fetched`]) turns into the
+    /// attempt's outcome. Promise reactions, not a Rust future: a future's
+    /// executor schedules itself with `queueMicrotask`, which fake timers
+    /// (Jest's by default) replace, and each response would wait for the
+    /// next tick of the fake clock.
+    pub fn attempt(&self, signal: Option<AbortSignal>, classify: Option<Function>) -> Promise {
         // The last failing response is let go of before the next try.
         self.release();
-        let call = Rc::clone(self);
-        future_to_promise(async move {
-            let (input, init) = call.request_for(signal.as_ref())?;
-            let sent = call.fetch.call2(&JsValue::UNDEFINED, &input, &init)?;
-            let got = JsFuture::from(js::promise_resolve(&sent)?).await?;
-            let Some(response) = got.dyn_ref::<Response>() else {
-                return Ok(got);
-            };
-            if !(call.retries && call.http.fails(response.status())) {
-                return Ok(got);
-            }
-            let error = http_error(response)?;
-            // The previous one was released when this attempt began.
-            if let Ok(mut held) = call.held.try_borrow_mut() {
-                *held = Some((error.clone(), <Response as Clone>::clone(response)));
-            }
-            Err(error)
-        })
+        let Some(classify) = classify else {
+            return Promise::reject(&errors::internal("fetch reaction"));
+        };
+        let sent = self
+            .request_for(signal.as_ref())
+            .and_then(|(input, init)| self.fetch.call2(&JsValue::UNDEFINED, &input, &init))
+            .and_then(|sent| js::promise_resolve(&sent));
+        match sent {
+            Ok(sent) => sent.unchecked_ref::<js::Thenable>().map(&classify),
+            Err(e) => Promise::reject(&e),
+        }
+    }
+
+    /// What an attempt's fetch resolved with: the response, or, for a
+    /// failing status when the request may be sent again, a rejected
+    /// promise of an `HTTPError` (its `response` and `status` on it).
+    pub fn fetched(&self, got: JsValue) -> JsValue {
+        let Some(response) = got.dyn_ref::<Response>() else {
+            return got;
+        };
+        if !(self.retries && self.http.fails(response.status())) {
+            return got;
+        }
+        let error = match http_error(response) {
+            Ok(error) => error,
+            Err(e) => return Promise::reject(&e).into(),
+        };
+        // The previous one was released when this attempt began.
+        if let Ok(mut held) = self.held.try_borrow_mut() {
+            *held = Some((error.clone(), <Response as Clone>::clone(response)));
+        }
+        Promise::reject(&error).into()
     }
 
     /// This attempt's `(input, init)`: the `Request` cloned, the caller's
@@ -196,17 +213,18 @@ fn http_error(response: &Response) -> Result<JsValue, JsValue> {
     Ok(error)
 }
 
-/// Cancels a response body nobody will read, so its connection is freed;
-/// the promise `cancel()` returns is awaited so that its rejection (a body
-/// already locked or gone) is no unhandled one.
+/// Cancels a response body nobody will read, so its connection is freed.
+/// The promise `cancel()` returns is taken at once (so its rejection, a
+/// body already locked or gone, is no unhandled one, even where fake timers
+/// hold back the task below) and awaited by a task of its own.
 fn cancel_body(response: &Response) {
     if response.body_used() {
         return;
     }
     if let Some(body) = response.body() {
-        let cancelled = body.cancel();
+        let cancelled = JsFuture::from(body.cancel());
         spawn_local(async move {
-            let _ = JsFuture::from(cancelled).await;
+            let _ = cancelled.await;
         });
     }
 }

@@ -398,6 +398,18 @@ pub fn on_settled(slot: u32, key: u32, gen: u32, attempt: u32, fulfilled: u32, v
     }
 }
 
+/// A `retryFetch` attempt of flow `gen` got `got` from its fetch: the
+/// response, or a rejected promise of the error a failing one stands for.
+#[wasm_bindgen(js_name = _fetched, skip_typescript)]
+pub fn on_fetched(slot: u32, key: u32, gen: u32, got: JsValue) -> JsValue {
+    let execution = find(slot, key).and_then(|engine| engine.current_run()?.find(gen));
+    match execution.as_deref().map(|e| &e.kind) {
+        Some(Kind::Fetch(call)) => call.fetched(got),
+        // The flow is over: nobody takes this settlement.
+        _ => got,
+    }
+}
+
 /// A host timer fired (`kind`: a `Timer` code).
 #[wasm_bindgen(js_name = _timer, skip_typescript)]
 pub fn on_timer(slot: u32, key: u32, kind: u32) {

@@ -160,7 +160,7 @@ pub fn evaluate(me: &JsValue, exec: &Execution, what: Eval, attempt: u32) -> Pro
             let truthy = matches!(what, Eval::Enabled | Eval::ShouldRetry);
             let p = exec
                 .kind
-                .answer(what, &exec.value(), &v, props::provided(&v, truthy));
+                .answer(what, &exec.value(), &v, provided(&v, truthy));
             exec.invalid.set(v);
             p
         }
@@ -177,4 +177,20 @@ pub fn evaluate(me: &JsValue, exec: &Execution, what: Eval, attempt: u32) -> Pro
 pub fn enabled_now(me: &JsValue) -> Option<bool> {
     let (_, f) = option_fn(me, Opt::Enabled)?;
     f.call1(&JsValue::UNDEFINED, me).ok().map(|v| v.is_truthy())
+}
+
+/// What an option function returned, as the core takes it; `truthy` for
+/// the options whose answer counts only as true or false.
+pub fn provided(value: &JsValue, truthy: bool) -> Provided {
+    if truthy {
+        Provided::Bool(value.is_truthy())
+    } else if value.is_undefined() || value.is_null() {
+        Provided::Nothing
+    } else if let Some(b) = value.as_bool() {
+        Provided::Bool(b)
+    } else if let Some(n) = value.as_f64() {
+        Provided::Number(n)
+    } else {
+        Provided::Other
+    }
 }

@@ -1,8 +1,8 @@
 //! How JavaScript wakes a retryer: the module's own exported handlers,
 //! bound to numbers.
 //!
-//! The handlers (`_settled`, `_timer`, `_signal`, `_resolver`,
-//! `_rethrow`) are `#[wasm_bindgen]` functions of [`super`], which finds the
+//! The handlers (`_settled`, `_fetched`, `_timer`, `_signal`,
+//! `_resolver`, `_rethrow`) are `#[wasm_bindgen]` functions of [`super`], which finds the
 //! retryer at an [`Address`] of its live table. They are looked up once
 //! among the instance's exports and used as they are: they take numbers
 //! and one JavaScript value, which wasm-bindgen passes through unchanged,
@@ -25,6 +25,7 @@ use crate::core::slots::Address;
 /// The module's handlers, as JavaScript functions.
 struct Handlers {
     settled: Handler,
+    fetched: Handler,
     timer: Function,
     signal: Handler,
     resolver: Function,
@@ -44,6 +45,7 @@ fn lookup() -> Option<Handlers> {
     };
     Some(Handlers {
         settled: get("_settled")?.unchecked_into(),
+        fetched: get("_fetched")?.unchecked_into(),
         timer: get("_timer")?,
         signal: get("_signal")?.unchecked_into(),
         resolver: get("_resolver")?,
@@ -68,6 +70,12 @@ pub fn reaction(at: Address, gen: u32, attempt: u32, fulfilled: bool) -> Option<
             u32::from(fulfilled),
         )
     })
+}
+
+/// What turns the response of a fetch of flow `gen` of the retryer at `at`
+/// into the attempt's outcome.
+pub fn fetched(at: Address, gen: u32) -> Option<Function> {
+    with(|h| h.fetched.bind_flow(&JsValue::NULL, at.slot, at.key, gen))
 }
 
 /// Starts a host timer for `timer` of the retryer at `at`; its id.
