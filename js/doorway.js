@@ -7,7 +7,7 @@
 // Nothing here schedules or decides anything. (The API is exported, not
 // returned by `open`, so that a bundle leaves out what an app does not
 // import: an object holding every export would keep them all.)
-import { initSync, AsyncRetryer } from '../pkg/retry_wasm.js';
+import { initSync, AsyncRetryer, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
 
 export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/retry_wasm.js';
 
@@ -46,6 +46,9 @@ export function open(module) {
   } catch (e) {
     throw loadError('its WebAssembly module failed to instantiate', e);
   }
+  // The functions the engine binds as promise reactions, timer callbacks
+  // and listeners, handed over once.
+  _wire(_settled, _fetched, _timer, _signal, _resolver, _rethrow);
   // Pacer's methods are bound (`const { execute, abort } = retryer`
   // works). Each is bound on first read to the retryer
   // (and, per BOUND, with the retryer as first argument); the bound

@@ -123,16 +123,21 @@ async function loadFailure(label, args, cwd, expected) {
 }
 
 // The smallest module that compiles and cannot link: it imports a function
-// `missing` from the glue's import module, which the glue does not provide.
-const glueModule = Buffer.from('./retry_wasm_bg.js');
-const importEntry = Buffer.concat([Buffer.from([glueModule.length]), glueModule, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0x00, 0x00])]);
-const UNLINKABLE = Buffer.concat([
-  Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]), // "\0asm", version 1
-  Buffer.from([0x01, 0x04, 0x01, 0x60, 0x00, 0x00]), // type section: () -> ()
-  Buffer.from([0x02, importEntry.length + 1, 0x01]), // import section, one entry
-  importEntry,
-]);
-const UNCOMPILABLE = Buffer.concat([UNLINKABLE.subarray(0, 8), Buffer.from('not a wasm section')]);
+// `missing` from the glue's import module (named as the shipped module
+// names it: the build shortens it), which the glue does not provide.
+function brokenModules() {
+  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/retry_wasm.wasm')));
+  const glueModule = Buffer.from(WebAssembly.Module.imports(shipped)[0].module);
+  const importEntry = Buffer.concat([Buffer.from([glueModule.length]), glueModule, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0x00, 0x00])]);
+  const unlinkable = Buffer.concat([
+    Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]), // "\0asm", version 1
+    Buffer.from([0x01, 0x04, 0x01, 0x60, 0x00, 0x00]), // type section: () -> ()
+    Buffer.from([0x02, importEntry.length + 1, 0x01]), // import section, one entry
+    importEntry,
+  ]);
+  const uncompilable = Buffer.concat([unlinkable.subarray(0, 8), Buffer.from('not a wasm section')]);
+  return { unlinkable, uncompilable };
+}
 
 /** A copy of the installed package (in a temp project) whose embedded module is `wasm`. */
 function brokenCopy(wasm) {
@@ -163,7 +168,8 @@ async function badInput(consumer) {
     loadFailure('no-wasm-import', [...preload, '--input-type=module', '-e', "await import('retry-wasm')"], consumer, missing),
     loadFailure('no-wasm-browser-entry', [...preload, '--input-type=module', '-e', `await import('./node_modules/${PACKAGE_NAME}/js/index.js')`], consumer, missing),
   ]);
-  for (const [kind, wasm, cause] of [['compile', UNCOMPILABLE, 'CompileError'], ['link', UNLINKABLE, 'LinkError']]) {
+  const { unlinkable, uncompilable } = brokenModules();
+  for (const [kind, wasm, cause] of [['compile', uncompilable, 'CompileError'], ['link', unlinkable, 'LinkError']]) {
     const tmp = brokenCopy(wasm);
     try {
       const expected = (msg) => `LOAD Error "retry-wasm cannot load in ${runtime}: its WebAssembly module failed to instantiate: ${msg}`;

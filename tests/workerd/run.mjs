@@ -16,7 +16,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { ensureConsumer, syncDir, PACKAGE_NAME, ROOT } from '../../scripts/consumer.mjs';
+import { ensureConsumer, syncDir, INSTALLED, PACKAGE_NAME, ROOT } from '../../scripts/consumer.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const WORKERD = path.join(ROOT, 'node_modules', '.bin', 'workerd');
@@ -215,8 +215,10 @@ function failsAtLoad(out, message) {
 
 async function brokenCase(out) {
   // A module that compiles and does not link: it imports a function the
-  // glue does not provide (see tests/cjs/run.mjs).
-  const glue = Buffer.from('./retry_wasm_bg.js');
+  // glue does not provide (see tests/cjs/run.mjs), from the import module
+  // the shipped module names.
+  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/retry_wasm.wasm')));
+  const glue = Buffer.from(WebAssembly.Module.imports(shipped)[0].module);
   const entry = Buffer.concat([Buffer.from([glue.length]), glue, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0, 0])]);
   const wasm = Buffer.concat([
     Buffer.from([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, 0x01, 0x04, 0x01, 0x60, 0x00, 0x00, 0x02, entry.length + 1, 0x01]),

@@ -2,23 +2,20 @@
 //! bound to numbers.
 //!
 //! The handlers (`_settled`, `_fetched`, `_timer`, `_signal`,
-//! `_resolver`, `_rethrow`) are `#[wasm_bindgen]` functions of [`super`], which finds the
-//! retryer at an [`Address`] of its live table. They are looked up once
-//! among the instance's exports and used as they are: they take numbers
-//! and one JavaScript value, which wasm-bindgen passes through unchanged,
-//! so the instance's function and the one its glue wraps are the same
-//! call. One handler of each kind serves every retryer, bound per use to
+//! `_resolver`, `_rethrow`) are `#[wasm_bindgen]` functions of [`super`],
+//! which finds the retryer at an [`Address`] of its live table. The entry
+//! hands them over as the glue exports them when it opens the module
+//! (`_wire`). One handler of each kind serves every retryer, bound per use to
 //! numbers, where a `Closure` per retryer would cost a JavaScript function,
 //! a finalizer registration and a table slot each, and a call through the
 //! glue's closure wrapper.
 
-use core::cell::Cell;
+use core::cell::{Cell, RefCell};
 
 use js_sys::{Function, Promise};
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::super::js::{self, Handler};
-use super::super::props;
 use crate::core::effect::Timer;
 use crate::core::slots::Address;
 
@@ -33,28 +30,39 @@ struct Handlers {
 }
 
 thread_local! {
-    static HANDLERS: Option<Handlers> = lookup();
+    /// Given once, when the module is opened (see [`super::on_wire`]).
+    static HANDLERS: RefCell<Option<Handlers>> = const { RefCell::new(None) };
     /// The `resolve` the shared promise executor was just handed.
     static RESOLVE: Cell<Option<Function>> = const { Cell::new(None) };
 }
 
-fn lookup() -> Option<Handlers> {
-    let exports = wasm_bindgen::exports();
-    let get = |name: &'static str| -> Option<Function> {
-        props::function(props::get(&exports, name).ok()?)
+/// Keeps the module's handlers, as the glue exports them.
+pub fn wire(
+    settled: Function,
+    fetched: Function,
+    timer: Function,
+    signal: Function,
+    resolver: Function,
+    rethrow: Function,
+) {
+    let handlers = Handlers {
+        settled: settled.unchecked_into(),
+        fetched: fetched.unchecked_into(),
+        timer,
+        signal: signal.unchecked_into(),
+        resolver,
+        rethrow: rethrow.unchecked_into(),
     };
-    Some(Handlers {
-        settled: get("_settled")?.unchecked_into(),
-        fetched: get("_fetched")?.unchecked_into(),
-        timer: get("_timer")?,
-        signal: get("_signal")?.unchecked_into(),
-        resolver: get("_resolver")?,
-        rethrow: get("_rethrow")?.unchecked_into(),
-    })
+    HANDLERS.with(|h| {
+        if let Ok(mut h) = h.try_borrow_mut() {
+            *h = Some(handlers);
+        }
+    });
 }
 
+/// Runs `f` on the handlers (it binds them, and runs no user code).
 fn with<T>(f: impl FnOnce(&Handlers) -> T) -> Option<T> {
-    HANDLERS.with(|h| h.as_ref().map(f))
+    HANDLERS.with(|h| h.try_borrow().ok()?.as_ref().map(f))
 }
 
 /// The reaction of attempt `attempt` of flow `gen` of the retryer at `at`,

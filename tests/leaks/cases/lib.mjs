@@ -24,7 +24,12 @@ const instances = globalThis.__retryWasmInstances;
 if (instances?.length !== 1) {
   throw new Error(`expected the one WebAssembly instance 'retry-wasm' made (run with --import ./engine.mjs), found ${instances?.length}`);
 }
-const engine = instances[0].exports;
+// Found by kind: the build shortens the module's export names.
+const exported = Object.values(instances[0].exports);
+const engine = {
+  memory: exported.find((e) => e instanceof WebAssembly.Memory),
+  values: exported.find((e) => e instanceof WebAssembly.Table),
+};
 
 export const turn = () => new Promise((r) => setImmediate(r));
 
@@ -51,7 +56,7 @@ export function wasmBytes() {
  * kept would make it grow with the count.
  */
 export function heldSlots() {
-  return engine.__wbindgen_externrefs.length;
+  return engine.values.length;
 }
 
 /** Memory now (call settle() first). */
