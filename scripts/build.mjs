@@ -23,7 +23,7 @@
 // crate to (the two must match).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { deflateRawSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
@@ -260,6 +260,10 @@ export async function build({ ifNeeded = false } = {}) {
     copyFileSync(join(bindgenOut, 'retry_wasm_bg.wasm'), bg);
   }
   writeFileSync(join(pkg, 'retry_wasm.js'), glue);
+  // The glue imports the JavaScript of the crate's `inline_js` helpers from
+  // snippets/, beside it.
+  rmSync(join(pkg, 'snippets'), { recursive: true, force: true });
+  if (existsSync(join(bindgenOut, 'snippets'))) cpSync(join(bindgenOut, 'snippets'), join(pkg, 'snippets'), { recursive: true });
   const bytes = readFileSync(bg);
   writeFileSync(join(pkg, 'wasm-bytes.js'), embedded(await deflate(bytes)));
   writeFileSync(stampFile, hash);

@@ -14,17 +14,23 @@ use super::props::{self, show};
 use crate::core::options::{ErrorKind, Expect, Opt, OptionError, INITIAL_FIELDS};
 
 /// A `TypeError` with `message` after the library's prefix.
+#[cold]
+#[inline(never)]
 pub fn type_error(message: &str) -> JsValue {
     js_sys::TypeError::new(&["retry-wasm: ", message].concat()).into()
 }
 
 /// A `RangeError` with `message` after the library's prefix.
+#[cold]
+#[inline(never)]
 pub fn range_error(message: &str) -> JsValue {
     js_sys::RangeError::new(&["retry-wasm: ", message].concat()).into()
 }
 
 /// The error for a refused option `opt` given `value` (for `intervals` and
 /// `initialState`, the entry the core names is shown instead).
+#[cold]
+#[inline(never)]
 pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
     let mut label = String::from(e.opt.name());
     let mut shown = value.clone();
@@ -66,6 +72,8 @@ impl Owner {
 
 /// "option 'label' must be words; got value", as a `TypeError` or a
 /// `RangeError` (`kind`).
+#[cold]
+#[inline(never)]
 pub fn must_be(
     owner: Owner,
     label: &str,
@@ -89,6 +97,8 @@ pub fn must_be(
 }
 
 /// The error for an option name the library does not know.
+#[cold]
+#[inline(never)]
 pub fn unknown_option(owner: Owner, name: &str, value: &JsValue) -> JsValue {
     type_error(
         &[
@@ -104,6 +114,8 @@ pub fn unknown_option(owner: Owner, name: &str, value: &JsValue) -> JsValue {
 }
 
 /// `abort(reason)` with a reason pacer does not have; nothing changed.
+#[cold]
+#[inline(never)]
 pub fn abort_reason(reason: &JsValue) -> JsValue {
     type_error(
         &[
@@ -116,17 +128,23 @@ pub fn abort_reason(reason: &JsValue) -> JsValue {
 
 /// What surfaces, instead of a hang, if the engine finds its own state in
 /// use where no path allows it (a bug of the library: please report it).
+#[cold]
+#[inline(never)]
 pub fn internal(what: &str) -> JsValue {
     js_sys::Error::new(&["retry-wasm: internal error (", what, "); please report it"].concat())
         .into()
 }
 
 /// An options object (or one of its values) that could not be read.
+#[cold]
+#[inline(never)]
 pub fn unreadable(what: &str, thrown: &JsValue) -> JsValue {
     type_error(&[what, " could not be read: ", &show(thrown)].concat())
 }
 
 /// The `RangeError` that ends a flow whose option function answered badly.
+#[cold]
+#[inline(never)]
 pub fn dynamic_error(opt: Opt, value: &JsValue) -> JsValue {
     range_error(
         &[
@@ -141,6 +159,8 @@ pub fn dynamic_error(opt: Opt, value: &JsValue) -> JsValue {
 
 /// The `TimeoutError` an attempt's signal aborts with, which also becomes
 /// the flow's error.
+#[cold]
+#[inline(never)]
 pub fn timeout_error(ms: f64) -> JsValue {
     // JavaScript formats the number: Rust's float formatting would add
     // kilobytes to the download for this one message.
@@ -158,6 +178,8 @@ pub fn timeout_error(ms: f64) -> JsValue {
 
 /// The `AbortError` an attempt's signal aborts with on `abort()`, a new
 /// execution or the total deadline.
+#[cold]
+#[inline(never)]
 pub fn abort_error(reason: &str) -> JsValue {
     dom_exception(
         &["retry-wasm: aborted (", reason, ")"].concat(),
@@ -166,6 +188,8 @@ pub fn abort_error(reason: &str) -> JsValue {
 }
 
 /// A `DOMException` with `message` and `name`.
+#[cold]
+#[inline(never)]
 pub fn dom_exception(message: &str, name: &str) -> JsValue {
     match DomException::new_with_message_and_name(message, name) {
         Ok(e) => e.into(),

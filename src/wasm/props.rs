@@ -91,6 +91,8 @@ pub fn is_abort_error(value: &JsValue) -> bool {
 /// A short, safe rendering of any value for an error message: strings
 /// quoted (and cut at 60 characters), numbers as JavaScript writes them,
 /// functions by name, objects by kind.
+#[cold]
+#[inline(never)]
 pub fn show(value: &JsValue) -> String {
     if let Some(s) = value.dyn_ref::<JsString>() {
         let cut = if s.length() > 60 {

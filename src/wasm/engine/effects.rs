@@ -9,10 +9,9 @@
 use core::cell::Cell;
 
 use js_sys::Promise;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use super::super::errors;
-use super::super::js;
 use super::super::nesting;
 use super::super::props;
 use super::decider::{Decider, InUse, Input};
@@ -45,8 +44,8 @@ impl Run {
                 };
                 exec.keep_controller_of(attempt);
                 let classify = || wakeups::fetched(self.at, gen);
-                let promise = match exec.kind.fetch(|| exec.signal(attempt), classify) {
-                    Some(p) => p,
+                let promise: JsValue = match exec.kind.fetch(|| exec.signal(attempt), classify) {
+                    Some(p) => p.into(),
                     None => {
                         let nested = if nesting::enabled() {
                             let forbids = d.read(|m| m.forbids_inner())?;
@@ -58,13 +57,8 @@ impl Run {
                         user_code::attempt(me, &exec, attempt, nested)
                     }
                 };
-                let ok = wakeups::reaction(self.at, gen, attempt, true);
-                let err = wakeups::reaction(self.at, gen, attempt, false);
-                let (Some(ok), Some(err)) = (ok, err) else {
+                if wakeups::attach(&promise, self.at, gen, attempt).is_none() {
                     return Err(missing("promise reactions"));
-                };
-                if let Err(e) = promise.unchecked_ref::<js::Thenable>().then(&ok, &err) {
-                    self.settle_attempt(d, gen, attempt, false, e)?;
                 }
             }
             Effect::StartTimer { gen, timer, ms } => {

@@ -11,7 +11,6 @@
 use core::cell::Cell;
 
 use js_sys::{Array, Function, Map};
-use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::super::errors;
@@ -63,23 +62,6 @@ pub fn forget_results(me: &JsValue) {
     keep_error(me, &JsValue::UNDEFINED);
 }
 
-/// `retryer.store.state`, as serde-wasm-bindgen writes it out: a plain
-/// object with exactly the eight fields.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StateView {
-    current_attempt: u32,
-    execution_count: f64,
-    is_executing: bool,
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    last_error: JsValue,
-    last_execution_time: f64,
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    last_result: JsValue,
-    status: &'static str,
-    total_execution_time: f64,
-}
-
 /// `store.state` of the retryer whose object is `me`, from its machine's
 /// `state` and `status`: the same object while nothing changed (`shown`
 /// is the state version the kept snapshot shows).
@@ -97,19 +79,16 @@ pub fn state(me: &JsValue, s: &State, status: Status, shown: &Cell<u32>) -> JsVa
             JsValue::UNDEFINED
         }
     };
-    let view = StateView {
-        current_attempt: s.current_attempt,
-        execution_count: s.execution_count,
-        is_executing: s.is_executing,
-        last_error: pick(s.has_last_error, |k| &k.error),
-        last_execution_time: s.last_execution_time,
-        last_result: pick(s.has_last_result, |k| &k.result),
-        status: status.name(),
-        total_execution_time: s.total_execution_time,
-    };
-    let Ok(snapshot) = serde_wasm_bindgen::to_value(&view) else {
-        return errors::internal("state snapshot");
-    };
+    let snapshot = js::state_object(
+        s.current_attempt,
+        s.execution_count,
+        s.is_executing,
+        &pick(s.has_last_error, |k| &k.error),
+        s.last_execution_time,
+        &pick(s.has_last_result, |k| &k.result),
+        &props::key_of(status.name()),
+        s.total_execution_time,
+    );
     set(me, |k| &k.snapshot, &snapshot);
     shown.set(s.version);
     snapshot

@@ -16,7 +16,7 @@ use js_sys::{Function, Promise};
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::super::js::{self, Holder};
+use super::super::js::Holder;
 use super::super::nesting::{self, Running};
 use super::super::props;
 use super::execution::Execution;
@@ -33,7 +33,7 @@ pub struct Nesting {
 /// Attempt `attempt` of `exec`: `me.fn(...args)`, as a promise. A value, a
 /// thenable or a throw all become a promise; a promise (as an async
 /// function returns) is used as it is.
-pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nesting>) -> Promise {
+pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nesting>) -> JsValue {
     let called = match nested {
         Some(n) => {
             // As the current attempt, for the retryers it starts.
@@ -53,9 +53,8 @@ pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nest
         }
     };
     match called {
-        Ok(v) if v.has_type::<Promise>() => v.unchecked_into(),
-        Ok(v) => js::promise_resolve(&v).unwrap_or_else(|e| Promise::reject(&e)),
-        Err(e) => Promise::reject(&e),
+        Ok(v) => v,
+        Err(e) => Promise::reject(&e).into(),
     }
 }
 

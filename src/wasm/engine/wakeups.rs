@@ -65,19 +65,10 @@ fn with<T>(f: impl FnOnce(&Handlers) -> T) -> Option<T> {
     HANDLERS.with(|h| h.try_borrow().ok()?.as_ref().map(f))
 }
 
-/// The reaction of attempt `attempt` of flow `gen` of the retryer at `at`,
-/// for the attempt's promise fulfilling (`fulfilled`) or rejecting.
-pub fn reaction(at: Address, gen: u32, attempt: u32, fulfilled: bool) -> Option<Function> {
-    with(|h| {
-        h.settled.bind_attempt(
-            &JsValue::NULL,
-            at.slot,
-            at.key,
-            gen,
-            attempt,
-            u32::from(fulfilled),
-        )
-    })
+/// Attaches attempt `attempt` of flow `gen` of the retryer at `at` to what
+/// its function returned.
+pub fn attach(value: &JsValue, at: Address, gen: u32, attempt: u32) -> Option<()> {
+    with(|h| js::attach(value, &h.settled, at.slot, at.key, gen, attempt))
 }
 
 /// What turns the response of a fetch of flow `gen` of the retryer at `at`
