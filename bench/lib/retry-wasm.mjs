@@ -71,7 +71,10 @@ export async function loadRetryWasm() {
   const r = resolveRetryWasm();
   if (r.error) return { mod: null, error: r.error };
   try {
-    const mod = await import(pathToFileURL(r.path).href);
+    const ns = await import(pathToFileURL(r.path).href);
+    // The path a require() resolves to is the CommonJS entry in Node: its
+    // exports are its default (what the package's ESM entry re-exports).
+    const mod = typeof ns.asyncRetry === 'function' ? ns : ns.default ?? ns;
     if (typeof mod.asyncRetry !== 'function' || typeof mod.AsyncRetryer !== 'function') {
       return { mod: null, error: `${r.path} does not export asyncRetry and AsyncRetryer` };
     }
