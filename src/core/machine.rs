@@ -170,7 +170,9 @@ struct Core {
 #[derive(Clone, Debug, Default)]
 struct Busy {
     flow: Option<Flow>,
-    pending_start: Option<PendingStart>,
+    /// Boxed: only a dynamic `enabled` ever sets it, and every busy
+    /// retryer is 20 bytes smaller for it.
+    pending_start: Option<Box<PendingStart>>,
     /// The step to take first, before `front` and `queue`. A flow without
     /// callbacks or subscribers never has more than one step waiting, so it
     /// never allocates either vector.
@@ -523,12 +525,12 @@ impl Work<'_> {
                 outcome: Outcome::Undefined,
             }),
             Flag::Dynamic => {
-                self.b.pending_start = Some(PendingStart {
+                self.b.pending_start = Some(Box::new(PendingStart {
                     gen,
                     now,
                     outside_aborted,
                     inside,
-                });
+                }));
                 self.emit(Effect::Eval {
                     gen,
                     what: Eval::Enabled,
@@ -670,7 +672,7 @@ impl Work<'_> {
 
     /// The answer to an [`Effect::Eval`] of flow `gen`.
     fn provide(&mut self, gen: u32, value: Provided, now: f64, budgets: &mut dyn Budgets) {
-        if let Some(pending) = self.b.pending_start {
+        if let Some(pending) = self.b.pending_start.as_deref().copied() {
             if pending.gen == gen {
                 self.b.pending_start = None;
                 match value {

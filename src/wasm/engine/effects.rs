@@ -15,7 +15,7 @@ use super::super::errors;
 use super::super::nesting;
 use super::super::props;
 use super::decider::{Decider, InUse, Input};
-use super::guards::{Listener, Timeout};
+use super::guards::Listener;
 use super::observers;
 use super::run::Run;
 use super::user_code::{self, Nesting};
@@ -68,7 +68,7 @@ impl Run {
                     }
                 }
                 let id = wakeups::timeout(self.at, timer, ms).ok_or_else(|| missing("timer"))?;
-                self.timers.set(timer, Timeout::new(id));
+                self.timers.set(timer, id);
             }
             Effect::ClearTimer { timer } => self.timers.clear(timer),
             Effect::AbortAttempt { gen, reason } => {

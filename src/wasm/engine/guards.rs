@@ -1,8 +1,8 @@
 //! Owned JavaScript resources of a busy retryer, each cleared when its
-//! guard is dropped (the gloo-timers model): a host timer, and a listener
-//! on the outside signal. Dropping one runs a host function
-//! (`clearTimeout`, `removeEventListener`), so a guard is only ever dropped
-//! after it was taken out of its cell, never under a borrow.
+//! guard is dropped (the gloo-timers model): the flow's host timers, and a
+//! listener on the outside signal. Dropping one runs a host function
+//! (`clearTimeout`, `removeEventListener`): no guard is dropped under a
+//! borrow.
 
 use core::cell::Cell;
 
@@ -13,56 +13,48 @@ use web_sys::AbortSignal;
 use super::super::js;
 use crate::core::effect::Timer;
 
-/// A host timer; dropping it clears it, unless it fired.
-pub struct Timeout {
-    /// `undefined` once it fired (a number in browsers, an object in Node).
-    id: JsValue,
-}
-
-impl Timeout {
-    pub fn new(id: JsValue) -> Timeout {
-        Timeout { id }
-    }
-
-    /// A timer that fired needs no clearing.
-    pub fn fired(mut self) {
-        self.id = JsValue::UNDEFINED;
-    }
-}
-
-impl Drop for Timeout {
-    fn drop(&mut self) {
-        if !self.id.is_undefined() {
-            js::clear_timeout(&self.id);
-        }
-    }
-}
-
-/// The three timers a flow may hold, by kind; starting one replaces (and
-/// so clears) the one before it.
+/// The three host timers a flow may hold, by kind (their ids: a number in
+/// browsers, an object in Node; `undefined` when not armed). Starting one
+/// replaces, and so clears, the one before it; dropping the set clears
+/// every timer still armed.
 #[derive(Default)]
-pub struct Timers([Cell<Option<Timeout>>; 3]);
+pub struct Timers([Cell<JsValue>; 3]);
 
 impl Timers {
-    /// Keeps `timeout` as the `timer`, clearing the one it replaces.
-    pub fn set(&self, timer: Timer, timeout: Timeout) {
+    /// Keeps `id` as the `timer`'s, clearing the one it replaces.
+    pub fn set(&self, timer: Timer, id: JsValue) {
         if let Some(cell) = self.0.get(timer as usize) {
-            drop(cell.replace(Some(timeout)));
+            clear(cell.replace(id));
         }
     }
 
     /// Clears the `timer`, if it runs.
     pub fn clear(&self, timer: Timer) {
         if let Some(cell) = self.0.get(timer as usize) {
-            drop(cell.take());
+            clear(cell.take());
         }
     }
 
     /// The `timer` fired: forgotten without clearing.
     pub fn fired(&self, timer: Timer) {
-        if let Some(t) = self.0.get(timer as usize).and_then(Cell::take) {
-            t.fired();
+        if let Some(cell) = self.0.get(timer as usize) {
+            drop(cell.take());
         }
+    }
+}
+
+impl Drop for Timers {
+    fn drop(&mut self) {
+        for cell in &self.0 {
+            clear(cell.take());
+        }
+    }
+}
+
+/// Clears the host timer `id`, unless it is none.
+fn clear(id: JsValue) {
+    if !id.is_undefined() {
+        js::clear_timeout(&id);
     }
 }
 

@@ -24,8 +24,10 @@ pub struct Run {
     pub me: JsValue,
     /// The retryer, for the attempts it runs to be asked about.
     pub runner: Weak<dyn Running>,
-    /// Unsettled executions, oldest first (the newest is the active one).
-    executions: RefCell<Vec<Rc<Execution>>>,
+    /// Unsettled executions, oldest first (the newest is the active one):
+    /// nearly always one, so a list is made only for a second.
+    first: RefCell<Option<Rc<Execution>>>,
+    more: RefCell<Vec<Rc<Execution>>>,
     pub timers: Timers,
     listener: Cell<Option<Listener>>,
     /// A pump is carrying out effects (a callback that re-enters only
@@ -39,7 +41,8 @@ impl Run {
             at,
             me,
             runner,
-            executions: RefCell::new(Vec::new()),
+            first: RefCell::new(None),
+            more: RefCell::new(Vec::new()),
             timers: Timers::default(),
             listener: Cell::new(None),
             pumping: Cell::new(false),
@@ -48,32 +51,47 @@ impl Run {
 
     /// Adds a new execution (the newest).
     pub fn add(&self, execution: Execution) -> Option<()> {
-        self.executions
-            .try_borrow_mut()
-            .ok()?
-            .push(Rc::new(execution));
+        let execution = Rc::new(execution);
+        let mut first = self.first.try_borrow_mut().ok()?;
+        let mut more = self.more.try_borrow_mut().ok()?;
+        match first.as_ref() {
+            None if more.is_empty() => *first = Some(execution),
+            _ => more.push(execution),
+        }
         Some(())
     }
 
     /// The execution of flow `gen`.
     pub fn find(&self, gen: u32) -> Option<Rc<Execution>> {
-        let executions = self.executions.try_borrow().ok()?;
-        executions.iter().rev().find(|e| e.gen == gen).cloned()
+        let first = self.first.try_borrow().ok()?;
+        if let Some(e) = first.as_ref().filter(|e| e.gen == gen) {
+            return Some(Rc::clone(e));
+        }
+        let more = self.more.try_borrow().ok()?;
+        more.iter().rev().find(|e| e.gen == gen).cloned()
     }
 
     /// Takes the execution of flow `gen` out: it settles now.
     pub fn take(&self, gen: u32) -> Option<Rc<Execution>> {
-        let mut executions = self.executions.try_borrow_mut().ok()?;
-        let i = executions.iter().rposition(|e| e.gen == gen)?;
-        Some(executions.remove(i))
+        let mut first = self.first.try_borrow_mut().ok()?;
+        if first.as_ref().is_some_and(|e| e.gen == gen) {
+            return first.take();
+        }
+        let mut more = self.more.try_borrow_mut().ok()?;
+        let i = more.iter().rposition(|e| e.gen == gen)?;
+        Some(more.remove(i))
     }
 
-    /// Takes every execution out.
+    /// Takes every execution out, oldest first.
     pub fn take_all(&self) -> Vec<Rc<Execution>> {
-        self.executions
-            .try_borrow_mut()
-            .map(|mut e| core::mem::take(&mut *e))
-            .unwrap_or_default()
+        let mut all = Vec::new();
+        if let Ok(mut first) = self.first.try_borrow_mut() {
+            all.extend(first.take());
+        }
+        if let Ok(mut more) = self.more.try_borrow_mut() {
+            all.append(&mut more);
+        }
+        all
     }
 
     /// Keeps `listener`, removing the one it replaces.
