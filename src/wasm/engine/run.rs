@@ -61,7 +61,9 @@ impl Run {
         Some(())
     }
 
-    /// The execution of flow `gen`.
+    /// The execution of flow `gen`. Not inlined: every effect looks its
+    /// execution up, and a copy at each would cost the download ~1 KB.
+    #[inline(never)]
     pub fn find(&self, gen: u32) -> Option<Rc<Execution>> {
         let first = self.first.try_borrow().ok()?;
         if let Some(e) = first.as_ref().filter(|e| e.gen == gen) {
