@@ -7,7 +7,7 @@
 // Nothing here schedules or decides anything. (The API is exported, not
 // returned by `open`, so that a bundle leaves out what an app does not
 // import: an object holding every export would keep them all.)
-import { initSync, AsyncRetryer, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
+import { initSync, AsyncRetryer, RetryBudget, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
 
 export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/retry_wasm.js';
 
@@ -65,6 +65,11 @@ export function open(module) {
       },
       configurable: true,
     });
+  }
+  // The classes keep their names where a build step renamed them (the
+  // CommonJS entry is minified).
+  for (const [name, cls] of [['AsyncRetryer', AsyncRetryer], ['RetryBudget', RetryBudget]]) {
+    Object.defineProperty(cls, 'name', { value: name, configurable: true });
   }
   Object.defineProperty(AsyncRetryer.prototype, 'store', {
     get() {

@@ -144,8 +144,11 @@ function brokenCopy(wasm) {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'retry-wasm-broken-'));
   const copy = path.join(tmp, 'node_modules', PACKAGE_NAME);
   fs.cpSync(INSTALLED, copy, { recursive: true });
-  const b64 = deflateRawSync(wasm).toString('base64');
-  for (const f of ['pkg/index.cjs', 'pkg/wasm-bytes.js']) {
+  // The browser entry's bytes are deflated; the CommonJS entry's are not.
+  for (const [f, b64] of [
+    ['pkg/wasm-raw.cjs', wasm.toString('base64')],
+    ['pkg/wasm-bytes.js', deflateRawSync(wasm).toString('base64')],
+  ]) {
     const file = path.join(copy, f);
     const text = fs.readFileSync(file, 'utf8');
     const replaced = text.replace(/"[A-Za-z0-9+/]{1024,}={0,2}"/, JSON.stringify(b64));
