@@ -3,7 +3,7 @@
 // cockatiel, exponential-backoff and async-retry, and of retryFetch against
 // ky and got (the http case). See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,http,memory,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,http,memory,import,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--load-runs=N] [--http-requests=N] [--http-runs=N]
 //                      [--http-chunk=N]
@@ -26,6 +26,8 @@ import { LOAD_IDS, runLoadCase } from './cases/load.mjs';
 import { MEMORY_IDS, runMemoryCase } from './cases/memory.mjs';
 import { HTTP_IDS, HTTP_LABELS, HTTP_PEERS, runHttpCase } from './cases/http.mjs';
 import { measureSizes, formatSizes } from './size.mjs';
+import { runImportCase } from './cases/import.mjs';
+import { REPO_ROOT } from './lib/retry-wasm.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
 if (typeof globalThis.gc !== 'function') {
@@ -48,7 +50,7 @@ const quick = flag('quick');
 // none). Only the success case, whose flows arm no timer.
 const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,http,memory,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,http,memory,import,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
@@ -60,6 +62,7 @@ const config = {
   httpChunk: Number(opt('http-chunk', 100)),
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
+  importRounds: Number(opt('import-rounds', quick ? 5 : 20)),
 };
 const log = (s) => console.log(s);
 // A library that leaks a rejected promise must not crash the run: count it,
@@ -116,7 +119,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, http: null, memory: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, http: null, memory: null, import: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -160,6 +163,13 @@ if (config.cases.includes('memory')) {
   const memory = await runMemoryCase({ ids, executions: config.memoryExecutions, retryers: config.memoryRetryers, log });
   if (Object.keys(memory.errors).length) failed = true;
   report.memory = memory;
+}
+
+// ---------------------------------------------------------------- import cost
+if (config.cases.includes('import') && rw.mod) {
+  log(`\n[import] await import() as whole processes: a bare start, retry-wasm, @tanstack/pacer; ${config.importRounds} rounds...`);
+  report.import = runImportCase({ cwd: rw.dir ?? REPO_ROOT, rounds: config.importRounds, log });
+  if (Object.keys(report.import.errors).length) failed = true;
 }
 
 // ---------------------------------------------------------------- size
@@ -381,6 +391,18 @@ if (report.size?.retryWasm?.available) {
   };
   ratioRows.push(['size gzip B', 'retry-wasm', fmtInt(rs.total.gzip), best ? `${best[1].label} (${fmtInt(best[1].total.gzip)})` : '—', fmtRatio(ratios.size.vsSmallestPeer), `ceiling ${report.size.budget}${report.size.goal ? ` / goal ${report.size.goal}` : ''}`,
     `${ratios.size.withinBudget ? 'within' : 'OVER'}${report.size.goal ? ` / ${ratios.size.withinGoal ? 'met' : 'not met'}` : ''}`]);
+}
+
+if (report.import?.ratio != null) {
+  const im = report.import;
+  log(`\nImport: await import() in a new Node process, wall ms from spawn to exit; medians of ${im.rounds} rounds (added = minus the bare start of the same round)`);
+  log(table(['process', 'wall ms', 'min', 'max', 'added ms'], [
+    ['bare (node:os)', fmtInt(im.results.bare.median), fmtInt(im.results.bare.min), fmtInt(im.results.bare.max), '—'],
+    ['retry-wasm', fmtInt(im.results['retry-wasm'].median), fmtInt(im.results['retry-wasm'].min), fmtInt(im.results['retry-wasm'].max), fmtNum(im.added['retry-wasm'].median)],
+    ['@tanstack/pacer', fmtInt(im.results.pacer.median), fmtInt(im.results.pacer.min), fmtInt(im.results.pacer.max), fmtNum(im.added.pacer.median)],
+  ], 'lrrrr'));
+  ratios.import = { addedMs: im.added['retry-wasm'].median, pacerAddedMs: im.added.pacer.median, vsPacer: im.ratio };
+  ratioRows.push(['import added ms', 'retry-wasm', fmtNum(im.added['retry-wasm'].median), `@tanstack/pacer (${fmtNum(im.added.pacer.median)})`, fmtRatio(im.ratio), '—', '—']);
 }
 
 if (report.size) {
