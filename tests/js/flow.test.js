@@ -3,7 +3,7 @@
 // `retry-wasm` package.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry } from 'retry-wasm'
-import { flush, advance, track, DEFAULT_STATE } from './helpers.js'
+import { flush, advance, track, DEFAULT_STATE, expectNextAttemptAt } from './helpers.js'
 
 // ---------------------------------------------------------------- helpers
 
@@ -74,16 +74,6 @@ async function measureDelays(options) {
   const delays = []
   for (let i = 1; i < starts.length; i++) delays.push(starts[i] - starts[i - 1])
   return { delays, starts, fn, r }
-}
-
-// Exactness check: the next attempt does not run 1 ms early and runs on time.
-async function expectNextAttemptAt(fn, callsBefore, delay) {
-  if (delay > 0) {
-    await advance(delay - 1)
-    expect(fn).toHaveBeenCalledTimes(callsBefore)
-  }
-  await advance(1)
-  expect(fn).toHaveBeenCalledTimes(callsBefore + 1)
 }
 
 async function sanityRetry() {

@@ -389,20 +389,6 @@ pub fn shared(policy: Policy) -> Rc<Policy> {
 
 // ----- the handlers JavaScript calls back (see `wakeups`) -----
 
-/// Hands the module its handlers, as its glue exports them: the entry
-/// calls this once, when it opens the module.
-#[wasm_bindgen(js_name = _wire, skip_typescript)]
-pub fn on_wire(
-    settled: Function,
-    fetched: Function,
-    timer: Function,
-    signal: Function,
-    resolver: Function,
-    rethrow: Function,
-) {
-    wakeups::wire(settled, fetched, timer, signal, resolver, rethrow);
-}
-
 /// An attempt's promise settled: `fulfilled` (1) with its value, or
 /// rejected (0) with its reason.
 #[wasm_bindgen(js_name = _settled, skip_typescript)]

@@ -5,7 +5,7 @@
 //! `_resolver`, `_rethrow`) are `#[wasm_bindgen]` functions of [`super`],
 //! which finds the retryer at an [`Address`] of its live table. The entry
 //! hands them over as the glue exports them when it opens the module
-//! (`_wire`). One handler of each kind serves every retryer, bound per use to
+//! ([`wire`]). One handler of each kind serves every retryer, bound per use to
 //! numbers, where a `Closure` per retryer would cost a JavaScript function,
 //! a finalizer registration and a table slot each, and a call through the
 //! glue's closure wrapper.
@@ -13,7 +13,7 @@
 use core::cell::{Cell, RefCell};
 
 use js_sys::{Function, Promise};
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::prelude::*;
 
 use super::super::js::{self, Handler};
 use crate::core::effect::Timer;
@@ -36,7 +36,9 @@ thread_local! {
     static RESOLVE: Cell<Option<Function>> = const { Cell::new(None) };
 }
 
-/// Keeps the module's handlers, as the glue exports them.
+/// Hands the module its handlers, as its glue exports them: the entry
+/// calls this once, when it opens the module.
+#[wasm_bindgen(js_name = _wire, skip_typescript)]
 pub fn wire(
     settled: Function,
     fetched: Function,
