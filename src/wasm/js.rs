@@ -81,13 +81,8 @@ extern "C" {
     #[wasm_bindgen(method, indexing_setter)]
     pub fn set(this: &Kept, key: &JsValue, value: &JsValue);
 
-    /// A promise whose `then` is called as a method (a Promise subclass
-    /// may override it, and it may throw).
+    /// A native promise, for its `then`.
     pub type Thenable;
-
-    /// `promise.then(ok, err)`; the promise it returns is not needed.
-    #[wasm_bindgen(catch, method)]
-    pub fn then(this: &Thenable, ok: &Function, err: &Function) -> Result<(), JsValue>;
 
     /// `promise.then(ok)`: the promise of what `ok` returns (a native
     /// promise's `then`, which does not throw).
