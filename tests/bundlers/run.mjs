@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, syncDir, PACKAGE_NAME } from '../../scripts/consumer.mjs';
+import { report, runStage, TIMEOUT_MS } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const TIMEOUT_MS = 60_000;
 
 /** Copies `files` (relative to `fromDir`) into a fresh temp dir and runs `main` there with node. */
 function runIsolated(label, fromDir, files, main) {
@@ -110,7 +110,7 @@ export async function main() {
     ['esbuild-browser-named', () => esbuildCase(dir, 'browser', 'entry-named.mjs')],
     ['vite-lib-named', () => viteCase(dir, 'lib', 'entry-named.mjs')],
   ];
-  let failed = 0;
+  const results = [];
   for (const [label, bundle] of cases) {
     const t0 = performance.now();
     let ok = false;
@@ -134,21 +134,9 @@ export async function main() {
     } catch (e) {
       detail = String(e?.stack ?? e);
     }
-    if (!ok) failed++;
-    const secs = ((performance.now() - t0) / 1000).toFixed(1).padStart(5);
-    console.log(`${ok ? 'PASS' : 'FAIL'}  ${label.padEnd(22)} ${secs}s  ${ok ? detail : ''}`);
-    if (!ok) console.log(detail.replace(/^/gm, '      '));
+    results.push({ label, ok, detail, ms: performance.now() - t0 });
   }
-  console.log(`bundlers: ${cases.length - failed} passed, ${failed} failed`);
-  return failed === 0;
+  return report('bundlers', results, { width: 22, cut: Infinity });
 }
 
-if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (e) => {
-      console.error(e?.stack ?? e);
-      process.exit(1);
-    },
-  );
-}
+runStage(main);

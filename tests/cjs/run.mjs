@@ -20,7 +20,6 @@
 //                    compile, or does not link: the same kind of Error, the
 //                    engine's own error as its cause
 // Usage: node tests/cjs/run.mjs
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,34 +28,14 @@ import { deflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, syncDir, INSTALLED, PACKAGE_NAME, ROOT } from '../../scripts/consumer.mjs';
 import { serveEndpoints } from '../runtimes/endpoints.mjs';
+import { firstLine, report, runProcess, runStage } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const TIMEOUT_MS = 60_000;
 const JEST = path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
 
 /** Runs node with `args` in `cwd`; resolves { code, out } (stdout and stderr together). */
-function node(args, { cwd, env } = {}) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => {
-      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
-      child.kill('SIGKILL');
-    }, TIMEOUT_MS);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolve({ code: -1, out: `${out}\n${e.message}` });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? signal, out });
-    });
-  });
-}
+const node = (args, { cwd, env } = {}) => runProcess(process.execPath, args, { cwd, env });
 
-const firstLine = (text, prefix) => text.split('\n').find((l) => l.startsWith(prefix)) ?? '';
 
 /** A smoke process: passes when it prints its marker and resolved into the installed package. */
 async function smoke(label, args, cwd, env, { resolved = `/.consumer/node_modules/${PACKAGE_NAME}/pkg/index.cjs`, fetchRan = true } = {}) {
@@ -220,22 +199,7 @@ export async function main() {
   results.push(await jest(dir));
   results.push(...(await badInput(consumer)));
 
-  let failed = 0;
-  for (const r of results) {
-    if (!r.ok) failed++;
-    console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${r.label.padEnd(28)} ${r.ok ? r.detail.slice(0, 400) : ''}`);
-    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
-  }
-  console.log(`cjs: ${results.length - failed} passed, ${failed} failed`);
-  return failed === 0;
+  return report('cjs', results, { width: 28, cut: 400 });
 }
 
-if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (e) => {
-      console.error(e?.stack ?? e);
-      process.exit(1);
-    },
-  );
-}
+runStage(main);

@@ -6,45 +6,19 @@
 // (endpoints.mjs): a server of their own for the processes (its URL in
 // $RETRY_WASM_TEST_URL), the page's own server for Chromium.
 // Usage: node tests/runtimes/run.mjs [--only node,deno,...]
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, installedEntry, syncDir, ROOT, PACKAGE_NAME } from '../../scripts/consumer.mjs';
 import { CHROMIUM, chromiumAvailable, isCI, launchChromium, serveStatic, skipBanner } from './chromium.mjs';
 import { serveEndpoints, testEndpoints } from './endpoints.mjs';
+import { firstLine, report, runProcess, runStage, TIMEOUT_MS } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.join(ROOT, 'node_modules', '.bin');
-const TIMEOUT_MS = 60_000;
 const LINGER_LIMIT_MS = 3_000;
 
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set(process.argv[onlyArg + 1].split(',')) : null;
-
-function runProcess(cmd, args, { cwd, env, marker }) {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let markedAt = null;
-    child.stdout.on('data', (d) => {
-      out += d;
-      if (markedAt === null && out.includes(marker)) markedAt = performance.now();
-    });
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => {
-      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
-      child.kill('SIGKILL');
-    }, TIMEOUT_MS);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolve({ code: -1, out: out + `\n${e.message}`, lingerMs: 0 });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? signal, out, lingerMs: markedAt === null ? 0 : performance.now() - markedAt });
-    });
-  });
-}
 
 async function processRuntime(label, cmd, args, cwd, env = {}) {
   const t0 = performance.now();
@@ -69,7 +43,6 @@ async function processRuntime(label, cmd, args, cwd, env = {}) {
   return { label, ok, ms: performance.now() - t0, detail };
 }
 
-const firstLine = (text, prefix) => text.split('\n').find((l) => l.startsWith(prefix)) ?? '';
 
 async function chromiumRuntimes(consumer) {
   const t0 = performance.now();
@@ -158,25 +131,7 @@ export async function main() {
     }
   }
 
-  let failed = 0;
-  for (const r of results) {
-    const tag = r.skipped ? 'SKIP' : r.ok ? 'PASS' : 'FAIL';
-    if (!r.ok) failed++;
-    console.log(`${tag}  ${r.label.padEnd(16)} ${(r.ms / 1000).toFixed(1).padStart(5)}s  ${r.ok ? r.detail : ''}`);
-    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
-  }
-  const passed = results.filter((r) => r.ok && !r.skipped).length;
-  const skipped = results.filter((r) => r.skipped).length;
-  console.log(`runtimes: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-  return failed === 0 && results.length > 0;
+  return report('runtimes', results, { width: 16, cut: Infinity });
 }
 
-if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (e) => {
-      console.error(e?.stack ?? e);
-      process.exit(1);
-    },
-  );
-}
+runStage(main);

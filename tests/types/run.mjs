@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, syncDir, ROOT, PACKAGE_NAME } from '../../scripts/consumer.mjs';
+import { runStage } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -66,12 +67,4 @@ export async function main() {
   return ok;
 }
 
-if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (e) => {
-      console.error(e?.stack ?? e);
-      process.exit(1);
-    },
-  );
-}
+runStage(main);

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, syncDir, INSTALLED, PACKAGE_NAME, ROOT } from '../../scripts/consumer.mjs';
+import { report, runStage } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const WORKERD = path.join(ROOT, 'node_modules', '.bin', 'workerd');
@@ -266,22 +267,7 @@ export async function main() {
     results.push({ label: 'workerd, the default entry', ...(await defaultEntryCase(dir)) });
   }
 
-  let failed = 0;
-  for (const r of results) {
-    if (!r.ok) failed++;
-    console.log(`${r.ok ? 'PASS' : 'FAIL'}  ${r.label.padEnd(36)} ${r.ok ? r.detail.slice(0, 600) : ''}`);
-    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
-  }
-  console.log(`workerd: ${results.length - failed} passed, ${failed} failed`);
-  return failed === 0;
+  return report('workerd', results, { width: 36 });
 }
 
-if (path.resolve(process.argv[1] ?? '') === fileURLToPath(import.meta.url)) {
-  main().then(
-    (ok) => process.exit(ok ? 0 : 1),
-    (e) => {
-      console.error(e?.stack ?? e);
-      process.exit(1);
-    },
-  );
-}
+runStage(main);

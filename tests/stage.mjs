@@ -1,0 +1,79 @@
+// What the stage runners under tests/ (runtimes, cjs, workerd, bundlers,
+// types) share: one report format, so `npm test`'s output reads the same
+// from stage to stage, the child process a case runs in, and how a
+// runner's main becomes the process's exit code.
+import { spawn } from 'node:child_process';
+
+/** How long one case's child process may take before it is killed. */
+export const TIMEOUT_MS = 60_000;
+
+/**
+ * Prints one line a result (`PASS`, `FAIL` or `SKIP`, the label, the time
+ * when the result has `ms`, the detail cut to `cut` characters on a pass,
+ * the whole detail indented under a failure) and the stage's count line.
+ * A result is `{ label, ok, detail, ms?, skipped? }`. True when nothing
+ * failed and something ran.
+ */
+export function report(stage, results, { width = 24, cut = 600 } = {}) {
+  let failed = 0;
+  for (const r of results) {
+    if (!r.ok) failed++;
+    const tag = r.skipped ? 'SKIP' : r.ok ? 'PASS' : 'FAIL';
+    const secs = r.ms === undefined ? '' : ` ${(r.ms / 1000).toFixed(1).padStart(5)}s `;
+    console.log(`${tag}  ${r.label.padEnd(width)}${secs} ${r.ok ? r.detail.slice(0, cut) : ''}`);
+    if (!r.ok) console.log(r.detail.replace(/^/gm, '      '));
+  }
+  const passed = results.filter((r) => r.ok && !r.skipped).length;
+  const skipped = results.length - passed - failed;
+  console.log(`${stage}: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+  return failed === 0 && results.length > 0;
+}
+
+/**
+ * Runs a stage's `main` as the process: exit 0 when it resolves true, 1
+ * when false or when it throws (the stack printed).
+ */
+export function runStage(main) {
+  main().then(
+    (ok) => process.exit(ok ? 0 : 1),
+    (e) => {
+      console.error(e?.stack ?? e);
+      process.exit(1);
+    },
+  );
+}
+
+/**
+ * Runs `cmd args` in `cwd` with `env` added to this process's environment,
+ * killed after TIMEOUT_MS; resolves `{ code, out, lingerMs }`: the exit code
+ * (or signal), stdout and stderr together, and how long the process lived
+ * after `marker` first appeared on stdout (0 without one): a runtime kept
+ * alive by something the package left behind shows there.
+ */
+export function runProcess(cmd, args, { cwd, env, marker } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let markedAt = null;
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (marker && markedAt === null && out.includes(marker)) markedAt = performance.now();
+    });
+    child.stderr.on('data', (d) => (out += d));
+    const timer = setTimeout(() => {
+      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
+      child.kill('SIGKILL');
+    }, TIMEOUT_MS);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      resolve({ code: -1, out: `${out}\n${e.message}`, lingerMs: 0 });
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal, out, lingerMs: markedAt === null ? 0 : performance.now() - markedAt });
+    });
+  });
+}
+
+/** The first line of `text` that starts with `prefix`, or ''. */
+export const firstLine = (text, prefix) => text.split('\n').find((l) => l.startsWith(prefix)) ?? '';
