@@ -3,7 +3,7 @@
 // `retry-wasm` package.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry } from 'retry-wasm'
-import { flush, advance, track, DEFAULT_STATE, expectNextAttemptAt } from './helpers.js'
+import { flush, advance, track, DEFAULT_STATE, expectNextAttemptAt, measureDelays } from './helpers.js'
 
 // ---------------------------------------------------------------- helpers
 
@@ -52,28 +52,6 @@ function script(steps) {
     if (step && typeof step === 'object' && 'never' in step) return new Promise(() => {})
     return Promise.reject(step && typeof step === 'object' && 'err' in step ? step.err : step)
   })
-}
-
-// Run a retryer whose function always fails; return the delays between the
-// starts of consecutive attempts.
-async function measureDelays(options) {
-  const starts = []
-  const fn = vi.fn(() => {
-    starts.push(Date.now())
-    return Promise.reject(new Error('fail ' + starts.length))
-  })
-  const r = new AsyncRetryer(fn, { throwOnError: false, ...options })
-  const t = track(r.execute())
-  await flush()
-  let guard = 0
-  while (!t.settled && guard++ < 1000) {
-    await vi.advanceTimersToNextTimerAsync()
-    await flush()
-  }
-  expect(t.settled).toBe(true)
-  const delays = []
-  for (let i = 1; i < starts.length; i++) delays.push(starts[i] - starts[i - 1])
-  return { delays, starts, fn, r }
 }
 
 async function sanityRetry() {
