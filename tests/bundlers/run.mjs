@@ -95,7 +95,7 @@ async function viteCase(dir, mode, entry = 'entry.mjs') {
   return { outdir: outDir, files: listFiles(outDir), main, inputs: [], warnings: [] };
 }
 
-export async function main() {
+async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'bundlers'));
   fs.copyFileSync(path.join(HERE, '..', 'runtimes', 'fixtures', 'check.mjs'), path.join(dir, 'check.mjs'));

@@ -171,7 +171,7 @@ async function badInput(consumer) {
   return results;
 }
 
-export async function main() {
+async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'cjs'));
   fs.copyFileSync(path.join(HERE, '..', 'runtimes', 'fixtures', 'check.mjs'), path.join(dir, 'check.mjs'));

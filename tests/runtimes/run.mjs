@@ -43,7 +43,6 @@ async function processRuntime(label, cmd, args, cwd, env = {}) {
   return { label, ok, ms: performance.now() - t0, detail };
 }
 
-
 async function chromiumRuntimes(consumer) {
   const t0 = performance.now();
   const entry = `/node_modules/${PACKAGE_NAME}/${installedEntry(['browser', 'import', 'default'])}`;
@@ -102,7 +101,7 @@ function processRuntimes(dir, smoke, consumer, want, env) {
   return Promise.all(jobs);
 }
 
-export async function main() {
+async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'runtimes'));
   const smoke = path.join(dir, 'smoke.mjs');

@@ -34,7 +34,7 @@ function writePacerVariant(dir) {
   fs.writeFileSync(path.join(dir, PACER_VARIANT), swapped);
 }
 
-export async function main() {
+async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'types'));
   writePacerVariant(dir);

@@ -237,7 +237,7 @@ async function defaultEntryCase(dir) {
   return failsAtLoad(out, 'retry-wasm cannot load in Cloudflare-Workers: inflating the embedded module with DecompressionStream failed: Disallowed operation called within global scope');
 }
 
-export async function main() {
+async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'workerd'));
   const results = [];
