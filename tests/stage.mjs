@@ -1,7 +1,7 @@
 // What the stage runners under tests/ (runtimes, cjs, workerd, bundlers,
 // types) share: one report format, so `npm test`'s output reads the same
-// from stage to stage, the child process a case runs in, and how a
-// runner's main becomes the process's exit code.
+// from stage to stage, and how a runner's main becomes the process's exit
+// code; and the child process a case runs in (the leak stage's too).
 import { spawn } from 'node:child_process';
 
 /** How long one case's child process may take before it is killed. */
@@ -45,32 +45,37 @@ export function runStage(main) {
 
 /**
  * Runs `cmd args` in `cwd` with `env` added to this process's environment,
- * killed after TIMEOUT_MS; resolves `{ code, out, lingerMs }`: the exit code
- * (or signal), stdout and stderr together, and how long the process lived
- * after `marker` first appeared on stdout (0 without one): a runtime kept
- * alive by something the package left behind shows there.
+ * killed after `timeout` ms (default TIMEOUT_MS); resolves `{ code, out,
+ * wallMs, lingerMs, killed }`: the exit code (or signal), stdout and stderr
+ * together, how long it ran, and how long it lived after `marker` first
+ * appeared on stdout (NaN without one): a runtime kept alive by something
+ * the package left behind shows there.
  */
-export function runProcess(cmd, args, { cwd, env, marker } = {}) {
+export function runProcess(cmd, args, { cwd, env, marker, timeout = TIMEOUT_MS } = {}) {
   return new Promise((resolve) => {
+    const t0 = performance.now();
     const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let markedAt = null;
+    let killed = false;
     child.stdout.on('data', (d) => {
       out += d;
       if (marker && markedAt === null && out.includes(marker)) markedAt = performance.now();
     });
     child.stderr.on('data', (d) => (out += d));
     const timer = setTimeout(() => {
-      out += `\n(timed out after ${TIMEOUT_MS} ms)`;
+      killed = true;
+      out += `\n(timed out after ${timeout} ms)`;
       child.kill('SIGKILL');
-    }, TIMEOUT_MS);
+    }, timeout);
     child.on('error', (e) => {
       clearTimeout(timer);
-      resolve({ code: -1, out: `${out}\n${e.message}`, lingerMs: 0 });
+      resolve({ code: -1, out: `${out}\n${e.message}`, wallMs: performance.now() - t0, lingerMs: NaN, killed });
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code: code ?? signal, out, lingerMs: markedAt === null ? 0 : performance.now() - markedAt });
+      const end = performance.now();
+      resolve({ code: code ?? signal, out, wallMs: end - t0, lingerMs: markedAt === null ? NaN : end - markedAt, killed });
     });
   });
 }

@@ -36,7 +36,6 @@ const JEST = path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
 /** Runs node with `args` in `cwd`; resolves { code, out } (stdout and stderr together). */
 const node = (args, { cwd, env } = {}) => runProcess(process.execPath, args, { cwd, env });
 
-
 /** A smoke process: passes when it prints its marker and resolved into the installed package. */
 async function smoke(label, args, cwd, env, { resolved = `/.consumer/node_modules/${PACKAGE_NAME}/pkg/index.cjs`, fetchRan = true } = {}) {
   const { code, out } = await node(args, { cwd, env });

@@ -42,11 +42,11 @@
 // `N passed, N failed`; exits 1 on any failure.
 //
 //   node tests/leaks/run.mjs [--only executions,retryers,collected,short-lived,flows,settled,signal,exit]
-import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureConsumer, syncDir } from '../../scripts/consumer.mjs';
+import { runProcess } from '../stage.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CASE_TIMEOUT_MS = 120_000;
@@ -58,39 +58,7 @@ const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? new Set((process.argv[onlyArg + 1] ?? '').split(',')) : null;
 
 /** Runs `node args` in cwd; resolves its output, exit code and timings. */
-function runNode(args, { cwd, timeout, marker }) {
-  return new Promise((resolve) => {
-    const t0 = performance.now();
-    const child = spawn(process.execPath, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let markedAt = null;
-    let killed = false;
-    child.stdout.on('data', (d) => {
-      out += d;
-      if (marker && markedAt === null && out.includes(marker)) markedAt = performance.now();
-    });
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => {
-      killed = true;
-      child.kill('SIGKILL');
-    }, timeout);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      resolve({ code: -1, out: `${out}\n${e.message}`, wallMs: performance.now() - t0, lingerMs: NaN, killed });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      const end = performance.now();
-      resolve({
-        code: code ?? signal,
-        out,
-        wallMs: end - t0,
-        lingerMs: markedAt === null ? NaN : end - markedAt,
-        killed,
-      });
-    });
-  });
-}
+const runNode = (args, { cwd, timeout, marker }) => runProcess(process.execPath, args, { cwd, timeout, marker });
 
 const indent = (text) => text.trimEnd().split('\n').filter((l) => !l.startsWith('LEAK-RESULT ')).map((l) => `      ${l}`).join('\n');
 
