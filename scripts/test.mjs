@@ -103,6 +103,22 @@ const STAGES = [
     },
   },
   {
+    name: 'sdk',
+    title: 'retryFetch as the custom fetch of real SDKs (openai, Anthropic, Octokit, postgrest-js, ky) against a local flaky server',
+    run() {
+      optionalFile('tests/sdk/run.mjs', 'the SDK tests');
+      node('tests/sdk/run.mjs', [], { timeout: 10 * MIN });
+    },
+  },
+  {
+    name: 'differential',
+    title: 'retryFetch({ fetch }) against plain fetch, input by input, on one local server',
+    run() {
+      optionalFile('tests/differential/run.mjs', 'the differential fetch tests');
+      node('tests/differential/run.mjs', [], { timeout: 10 * MIN });
+    },
+  },
+  {
     name: 'leaks',
     title: 'node --expose-gc: memory, signal listeners and timers left by flows (tests/leaks/)',
     run() {
@@ -175,6 +191,14 @@ const STAGES = [
     run() {
       optionalFile('tests/demo/run.mjs', 'the demo test');
       node('tests/demo/run.mjs');
+    },
+  },
+  {
+    name: 'fresh',
+    title: 'a clone with no node_modules and no pkg/ runs `npm run demo` to exit 0',
+    run() {
+      optionalFile('tests/fresh/run.mjs', 'the fresh-clone test');
+      node('tests/fresh/run.mjs', [], { timeout: 20 * MIN });
     },
   },
 ];
