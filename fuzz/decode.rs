@@ -285,6 +285,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         callbacks: _,
         should_retry: _,
         retry_after: _,
+        before_retry: _,
         intervals: _,
         multiplier: _,
         signal: _,
@@ -308,6 +309,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         && a.enabled == b.enabled
         && a.callbacks == b.callbacks
         && a.should_retry == b.should_retry
+        && a.before_retry == b.before_retry
         && a.retry_after == b.retry_after
         && intervals
         && same_f64(a.multiplier, b.multiplier)
@@ -641,6 +643,8 @@ struct Sim {
     open_attempts: Vec<(u32, u32)>,
     /// Popped `Eval`s not answered yet.
     open_evals: Vec<(u32, Eval)>,
+    /// Popped `Gate`s (generation, attempt) not answered yet.
+    open_gates: Vec<(u32, u32)>,
     /// Live host timers, by kind: the generation that started each.
     wheel: [Option<u32>; 3],
     /// Generations listening to the outside signal.
@@ -661,6 +665,7 @@ impl Sim {
             invoked: BTreeMap::new(),
             open_attempts: Vec::new(),
             open_evals: Vec::new(),
+            open_gates: Vec::new(),
             wheel: [None; 3],
             listening: BTreeSet::new(),
             realistic: true,
@@ -759,6 +764,10 @@ impl Sim {
                 assert!(elapsed >= 0.0, "backoff {elapsed:?} ms after the start");
                 self.run.calls += 1;
             }
+            Effect::Gate { gen, attempt } => {
+                self.run.evals += 1;
+                self.open_gates.push((gen, attempt));
+            }
             Effect::AbortAttempt { .. } | Effect::TimeOut { .. } | Effect::StateChanged => {}
         }
         Some(e)
@@ -851,8 +860,12 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
     }
     let mut sims: Vec<Sim> = Vec::new();
     for _ in 0..1 + inp.byte() % 3 {
-        let policy = staged_policy(&mut inp, &Policy::default()).unwrap_or_default();
-        sims.push(Sim::new(policy, inp.u64()));
+        let mut policy = staged_policy(&mut inp, &Policy::default()).unwrap_or_default();
+        let entropy = inp.u64();
+        // Half the machines have a beforeRetry hook (a host flag, not an
+        // option: taken from bytes already read, so older seeds replay).
+        policy.before_retry = entropy & 1 == 1;
+        sims.push(Sim::new(policy, entropy));
     }
     let mut now = 0.0f64;
     let mut inputs = 0;
@@ -967,8 +980,26 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                     s.set_policy(p);
                 }
             }
-            13 => match inp.byte() % 3 {
+            13 => match inp.byte() % 4 {
                 0 => s.m.set_listeners(inp.bool()),
+                3 => {
+                    // A beforeRetry hook decided (or a stray answer).
+                    let sel = inp.byte();
+                    let (gen, attempt) = if sel < 224 && !s.open_gates.is_empty() {
+                        s.open_gates
+                            .remove(usize::from(sel) % s.open_gates.len())
+                    } else {
+                        let gen = s.m.last_gen().wrapping_sub(u32::from(sel % 3));
+                        (gen, u32::from(inp.byte() % 6))
+                    };
+                    let answer = match inp.byte() % 4 {
+                        0 => Provided::Bool(false),
+                        1 => Provided::Threw,
+                        2 => Provided::Nothing,
+                        _ => Provided::Bool(true),
+                    };
+                    s.m.answer_gate(gen, attempt, answer);
+                }
                 _ => s.m.set_enabled_hint(inp.bool()),
             },
             _ => {
@@ -997,11 +1028,14 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
     for s in sims.iter_mut() {
         for _ in 0..64 {
             s.drain();
-            if s.open_evals.is_empty() && !s.m.is_active() {
+            if s.open_evals.is_empty() && s.open_gates.is_empty() && !s.m.is_active() {
                 break;
             }
             for (gen, _) in std::mem::take(&mut s.open_evals) {
                 s.m.provide(gen, Provided::Threw, now, &mut budgets);
+            }
+            for (gen, attempt) in std::mem::take(&mut s.open_gates) {
+                s.m.answer_gate(gen, attempt, Provided::Threw);
             }
             s.m.abort(AbortReason::Manual);
         }

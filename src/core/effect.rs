@@ -218,6 +218,10 @@ pub enum Effect {
     },
     /// Evaluate an option's function and answer with `provide`.
     Eval { gen: u32, what: Eval, attempt: u32 },
+    /// The wait before attempt `attempt` is over: ask the host's hook
+    /// (`retryFetch`'s `beforeRetry`) whether it goes, and answer with
+    /// `answer_gate` whenever the hook has decided (it may take a promise).
+    Gate { gen: u32, attempt: u32 },
     /// Start listening to the outside `signal`.
     Listen { gen: u32 },
     /// Stop listening to the outside `signal`.
@@ -240,6 +244,7 @@ impl Effect {
             | Effect::Call { gen, .. }
             | Effect::Backoff { gen, .. }
             | Effect::Eval { gen, .. }
+            | Effect::Gate { gen, .. }
             | Effect::Listen { gen }
             | Effect::Unlisten { gen }
             | Effect::Finish { gen, .. } => Some(gen),

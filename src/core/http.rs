@@ -94,6 +94,41 @@ pub fn check_max_retry_after(ms: f64) -> Result<f64, HttpError> {
     check_non_negative(ms).map_err(|_| HttpError::MaxRetryAfter)
 }
 
+/// What a request's body is, as the host sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// A string.
+    Text,
+    /// An `ArrayBuffer` or a view of one (a typed array, a `DataView`).
+    Bytes,
+    /// A `Blob` or `File`.
+    Blob,
+    /// `URLSearchParams`.
+    SearchParams,
+    /// `FormData`.
+    FormData,
+    /// The body of a `Request` input, which is cloned for each attempt.
+    OfRequest,
+    /// A `ReadableStream`.
+    Stream,
+    /// Anything else `fetch` takes: an async iterable, a Node `Readable`,
+    /// or a value `fetch` will refuse.
+    Other,
+}
+
+impl Body {
+    /// Whether every attempt can send this body intact. An allow-list:
+    /// the kinds `fetch` reads its own copy of each time, and a `Request`,
+    /// whose clone keeps its body whatever its source. Anything else is
+    /// read as it is sent, so a second attempt would go out empty or
+    /// partial.
+    pub const fn replays(self) -> bool {
+        !matches!(self, Body::Stream | Body::Other)
+    }
+}
+
 /// What a request is, as far as sending it again goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestKind<'a> {
@@ -101,18 +136,61 @@ pub struct RequestKind<'a> {
     pub method: &'a str,
     /// It carries an `Idempotency-Key` header.
     pub idempotency_key: bool,
-    /// Its body can be sent again as it is: none, a string, bytes, a
-    /// `Blob`, `URLSearchParams` or `FormData`, or a `Request` cloned per
-    /// attempt; not a `ReadableStream`, which is read once.
-    pub replayable_body: bool,
+    /// What its body is.
+    pub body: Body,
 }
 
+/// What an attempt of a `retryFetch` call failed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// A response whose status is one of `statusCodes`.
+    Status,
+    /// `fetch` rejected with a `TypeError` for a request it accepts: the
+    /// network (a refused or dropped connection, a DNS failure).
+    Network,
+    /// `fetch` refused the input itself (an invalid URL, a bad method, a
+    /// forbidden header value, a used body): the caller's mistake, which
+    /// another attempt would only repeat.
+    Refused,
+    /// The attempt ran past `maxExecutionTime` (with
+    /// `retryOnExecutionTimeout`).
+    TimedOut,
+    /// Anything else: a wrapped `fetch`'s own error, an error thrown by a
+    /// hook.
+    Other,
+}
+
+impl Failure {
+    /// Whether another attempt may follow this failure of a request that
+    /// `resendable` (see [`HttpPolicy::retries`]): a failing status, the
+    /// network or a per-try timeout, never the caller's own mistake.
+    pub const fn retryable(self, resendable: bool) -> bool {
+        resendable && matches!(self, Failure::Status | Failure::Network | Failure::TimedOut)
+    }
+}
+
+/// The headers of a failing response that can ask for a wait.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hints<'a> {
+    /// `Retry-After`: delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+    pub retry_after: Option<&'a str>,
+    /// `RateLimit-Reset`: delta-seconds (the IETF RateLimit header fields).
+    pub ratelimit_reset: Option<&'a str>,
+    /// `X-RateLimit-Reset`: seconds, or, above 10^9, a Unix time in
+    /// seconds (as GitHub sends it).
+    pub x_ratelimit_reset: Option<&'a str>,
+}
+
+/// Above this, an `X-RateLimit-Reset` is a Unix time in seconds (10^9 s is
+/// September 2001; no rate-limit window lasts 31 years).
+const UNIX_TIME_FROM: f64 = 1e9;
+
 impl HttpPolicy {
-    /// Whether a request may be sent more than once: its body can be sent
-    /// again, and its method is one of `methods`, or a POST or PATCH with an
+    /// Whether a request may be sent more than once: its body replays
+    /// ([`Body::replays`]), and its method is one of `methods`, or a POST or PATCH with an
     /// `Idempotency-Key` (the server then answers a repeat as the first).
     pub fn retries(&self, request: RequestKind<'_>) -> bool {
-        if !request.replayable_body {
+        if !request.body.replays() {
             return false;
         }
         let method = request.method.to_ascii_uppercase();
@@ -125,16 +203,45 @@ impl HttpPolicy {
         self.status_codes.contains(&status)
     }
 
-    /// The wait a response asks for: its `Retry-After` (received at `now`)
-    /// when its status is one of `afterStatusCodes`, clamped to
+    /// The wait a failing response asks for, received at `now` (ms since
+    /// the epoch), when its status is one of `afterStatusCodes`: its
+    /// `Retry-After`, else its `RateLimit-Reset`, else its
+    /// `X-RateLimit-Reset` (the first that reads as a wait), clamped to
     /// `maxRetryAfter`; `None` to keep the computed backoff.
-    pub fn hint(&self, status: u16, retry_after: Option<&str>, now: f64) -> Option<f64> {
+    pub fn hint(&self, status: u16, hints: Hints<'_>, now: f64) -> Option<f64> {
         if !self.after_status_codes.contains(&status) {
             return None;
         }
-        let ms = retry_after::parse(retry_after?, now)?;
+        let ms = hints
+            .retry_after
+            .and_then(|t| retry_after::parse(t, now))
+            .or_else(|| hints.ratelimit_reset.and_then(retry_after::delta_seconds))
+            .or_else(|| hints.x_ratelimit_reset.and_then(|t| reset_at(t, now)))?;
         Some(ms.min(self.max_retry_after))
     }
+}
+
+/// An `X-RateLimit-Reset` received at `now`: seconds (a fraction allowed),
+/// or above 10^9 the Unix time the window resets at; `None` when it is not
+/// a number or that time has passed.
+fn reset_at(text: &str, now: f64) -> Option<f64> {
+    let t = text.trim();
+    let (whole, fraction) = t.split_once('.').unwrap_or((t, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let secs = retry_after::delta_seconds(whole)? / 1000.0
+        + fraction
+            .bytes()
+            .rev()
+            .fold(0.0, |f: f64, b| (f + f64::from(b - b'0')) / 10.0);
+    let ms = if secs > UNIX_TIME_FROM {
+        secs * 1000.0 - now
+    } else {
+        secs * 1000.0
+    };
+    (ms >= 0.0 && ms.is_finite()).then_some(ms)
 }
 
 #[cfg(test)]
@@ -145,7 +252,18 @@ mod tests {
         RequestKind {
             method,
             idempotency_key,
-            replayable_body,
+            body: if replayable_body {
+                Body::Text
+            } else {
+                Body::Stream
+            },
+        }
+    }
+
+    fn retry_after(text: &str) -> Hints<'_> {
+        Hints {
+            retry_after: Some(text),
+            ..Hints::default()
         }
     }
 
@@ -178,15 +296,15 @@ mod tests {
         for s in [200, 201, 301, 400, 401, 404, 413, 501] {
             assert!(!p.fails(s));
         }
-        assert_eq!(p.hint(503, Some("2"), 0.0), Some(2000.0));
+        assert_eq!(p.hint(503, retry_after("2"), 0.0), Some(2000.0));
         assert_eq!(
-            p.hint(429, Some("Thu, 01 Jan 1970 00:00:05 GMT"), 1000.0),
+            p.hint(429, retry_after("Thu, 01 Jan 1970 00:00:05 GMT"), 1000.0),
             Some(4000.0)
         );
         // A status whose hint is not followed, an absent or bad header.
-        assert_eq!(p.hint(500, Some("2"), 0.0), None);
-        assert_eq!(p.hint(503, None, 0.0), None);
-        assert_eq!(p.hint(503, Some("soon"), 0.0), None);
+        assert_eq!(p.hint(500, retry_after("2"), 0.0), None);
+        assert_eq!(p.hint(503, Hints::default(), 0.0), None);
+        assert_eq!(p.hint(503, retry_after("soon"), 0.0), None);
     }
 
     #[test]
@@ -195,8 +313,96 @@ mod tests {
             max_retry_after: 1500.0,
             ..HttpPolicy::default()
         };
-        assert_eq!(p.hint(503, Some("3600"), 0.0), Some(1500.0));
-        assert_eq!(p.hint(503, Some("1"), 0.0), Some(1000.0));
+        assert_eq!(p.hint(503, retry_after("3600"), 0.0), Some(1500.0));
+        assert_eq!(p.hint(503, retry_after("1"), 0.0), Some(1000.0));
+        let reset = Hints {
+            ratelimit_reset: Some("3600"),
+            ..Hints::default()
+        };
+        assert_eq!(p.hint(429, reset, 0.0), Some(1500.0));
+        let github = Hints {
+            x_ratelimit_reset: Some("1800000000"),
+            ..Hints::default()
+        };
+        assert_eq!(p.hint(429, github, 1_799_999_999_000.0), Some(1000.0));
+    }
+
+    #[test]
+    fn bodies_replay_by_allow_list() {
+        use Body::*;
+        for b in [None, Text, Bytes, Blob, SearchParams, FormData, OfRequest] {
+            assert!(b.replays(), "{b:?}");
+        }
+        for b in [Stream, Other] {
+            assert!(!b.replays(), "{b:?}");
+        }
+        let p = HttpPolicy::default();
+        let put = |body| RequestKind {
+            method: "PUT",
+            idempotency_key: false,
+            body,
+        };
+        assert!(p.retries(put(OfRequest)));
+        assert!(!p.retries(put(Other)), "an async iterable or a Readable");
+    }
+
+    #[test]
+    fn only_the_network_a_status_or_a_timeout_is_retried() {
+        use Failure::*;
+        for f in [Status, Network, TimedOut] {
+            assert!(f.retryable(true), "{f:?}");
+            assert!(!f.retryable(false), "{f:?} of a request sent once");
+        }
+        for f in [Refused, Other] {
+            assert!(!f.retryable(true), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn rate_limit_headers_when_retry_after_is_absent() {
+        let p = HttpPolicy::default();
+        let h =
+            |r: Option<&'static str>, rl: Option<&'static str>, x: Option<&'static str>| Hints {
+                retry_after: r,
+                ratelimit_reset: rl,
+                x_ratelimit_reset: x,
+            };
+        // Retry-After first, then RateLimit-Reset, then X-RateLimit-Reset.
+        assert_eq!(
+            p.hint(429, h(Some("1"), Some("2"), Some("3")), 0.0),
+            Some(1000.0)
+        );
+        assert_eq!(
+            p.hint(429, h(None, Some("2"), Some("3")), 0.0),
+            Some(2000.0)
+        );
+        assert_eq!(p.hint(429, h(None, None, Some("3")), 0.0), Some(3000.0));
+        // An unreadable one gives way to the next.
+        assert_eq!(
+            p.hint(429, h(Some("soon"), Some("2"), None), 0.0),
+            Some(2000.0)
+        );
+        assert_eq!(
+            p.hint(429, h(None, Some("-2"), Some("3")), 0.0),
+            Some(3000.0)
+        );
+        // X-RateLimit-Reset: seconds with a fraction, or a Unix time.
+        assert_eq!(p.hint(503, h(None, None, Some("1.5")), 0.0), Some(1500.0));
+        let now = 1_700_000_000_000.0;
+        assert_eq!(
+            p.hint(503, h(None, None, Some("1700000030")), now),
+            Some(30_000.0)
+        );
+        assert_eq!(
+            p.hint(503, h(None, None, Some("1699999990")), now),
+            None,
+            "passed"
+        );
+        for bad in ["", "x", ".5", "1.5.2", "-1", "1e3"] {
+            assert_eq!(p.hint(503, h(None, None, Some(bad)), 0.0), None, "{bad:?}");
+        }
+        // Only for afterStatusCodes.
+        assert_eq!(p.hint(500, h(None, Some("2"), None), 0.0), None);
     }
 
     #[test]

@@ -34,6 +34,9 @@ enum Phase {
     Deciding,
     /// The backoff timer runs.
     Waiting,
+    /// The wait is over, and the host's hook decides whether the next
+    /// attempt goes (see [`Effect::Gate`]).
+    Gating,
 }
 
 /// Values collected for the decision after a failed attempt.
@@ -128,6 +131,7 @@ impl Step {
                     | Effect::Call { .. }
                     | Effect::Backoff { .. }
                     | Effect::Eval { .. }
+                    | Effect::Gate { .. }
                     | Effect::Listen { .. }
                     | Effect::AbortAttempt { .. }
                     | Effect::TimeOut { .. }
@@ -392,6 +396,16 @@ impl Machine {
         self.work(|w| w.provide(gen, value, now, budgets))
     }
 
+    /// The answer to the [`Effect::Gate`] before attempt `attempt` of flow
+    /// `gen`: `Bool(true)` (or anything but the two below) sends it,
+    /// `Bool(false)` stops the flow there, with the last failure as its
+    /// final one (`onGiveUp` reason `'not-retryable'`), and `Threw` ends it
+    /// with what the hook threw. A late answer (the flow ended meanwhile)
+    /// changes nothing.
+    pub fn answer_gate(&mut self, gen: u32, attempt: u32, answer: Provided) {
+        self.work(|w| w.answer_gate(gen, attempt, answer))
+    }
+
     // ----- helpers -----
 
     /// Whether attempt `attempt` of flow `gen` is the one running now: its
@@ -630,7 +644,7 @@ impl Work<'_> {
         let waiting = matches!(flow.phase, Phase::Waiting);
         let attempting = matches!(flow.phase, Phase::Attempt);
         match timer {
-            Timer::Wait if waiting => self.begin_attempt(attempt.saturating_add(1)),
+            Timer::Wait if waiting => self.next_attempt(attempt.saturating_add(1)),
             Timer::Attempt if attempting => self.execution_timeout(gen, now, budgets),
             Timer::Total => self.total_timeout(),
             _ => {}
@@ -758,6 +772,31 @@ impl Work<'_> {
         self.gather(now, budgets);
     }
 
+    /// The answer to the [`Effect::Gate`] before attempt `attempt` of flow
+    /// `gen` (see [`Machine::answer_gate`]).
+    fn answer_gate(&mut self, gen: u32, attempt: u32, answer: Provided) {
+        let Some(flow) = self.b.flow.as_ref() else {
+            return;
+        };
+        let gating = matches!(flow.phase, Phase::Gating);
+        if flow.gen != gen || flow.attempt.saturating_add(1) != attempt || !gating {
+            return;
+        }
+        match answer {
+            Provided::Bool(false) => {
+                if let Some(flow) = self.b.flow.take() {
+                    self.conclude(&flow, GiveUp::NotRetryable, false);
+                }
+            }
+            Provided::Threw => {
+                if let Some(flow) = self.b.flow.take() {
+                    self.end_quietly(&flow, Outcome::Thrown);
+                }
+            }
+            _ => self.begin_attempt(attempt),
+        }
+    }
+
     // ----- flow steps -----
 
     /// Whether `execute()` can only start a first attempt and queue nothing
@@ -859,6 +898,26 @@ impl Work<'_> {
         self.begin_attempt(1);
     }
 
+    /// Attempt `attempt` after a failed one: at once, or, when a host hook
+    /// decides whether retries go (`before_retry`), once it said so.
+    fn next_attempt(&mut self, attempt: u32) {
+        if !self.c.policy.before_retry {
+            self.begin_attempt(attempt);
+            return;
+        }
+        let Some(flow) = self.b.flow.as_mut() else {
+            return;
+        };
+        flow.phase = Phase::Gating;
+        flow.attempt = attempt.saturating_sub(1);
+        let gen = flow.gen;
+        if self.c.state.current_attempt != attempt {
+            self.c.state.current_attempt = attempt;
+            self.touch();
+        }
+        self.emit(Effect::Gate { gen, attempt });
+    }
+
     fn begin_attempt(&mut self, attempt: u32) {
         let Some(flow) = self.b.flow.as_mut() else {
             return;
@@ -952,14 +1011,27 @@ impl Work<'_> {
 
     /// The final failure of a flow that was already taken out of `self.b.flow`.
     fn give_up(&mut self, flow: &Flow, reason: GiveUp) {
+        self.conclude(flow, reason, true);
+    }
+
+    /// Ends `flow` (already taken out of `self.b.flow`) in failure for
+    /// `reason`, with its last error as the final one. `attempt_failed`:
+    /// an attempt failed just now, and `onError` and `onSettled` belong to
+    /// it; otherwise they ran with the attempt that failed before the
+    /// wait (a `beforeRetry` hook stopped the flow).
+    fn conclude(&mut self, flow: &Flow, reason: GiveUp, attempt_failed: bool) {
         let gen = flow.gen;
         self.clear_timers();
         self.unlisten(flow);
-        self.call(gen, Cb::Error, 0);
+        if attempt_failed {
+            self.call(gen, Cb::Error, 0);
+        }
         self.push(Step::Finalize { gen });
         self.call(gen, Cb::LastError, 0);
         self.call(gen, Cb::GiveUp, reason as u32);
-        self.call(gen, Cb::Settled, 0);
+        if attempt_failed {
+            self.call(gen, Cb::Settled, 0);
+        }
         // A flow passing through hands its failure back whatever
         // throwOnError says: resolving `undefined` would read as a success.
         let outcome = match self.c.policy.throw_mode() {
@@ -1143,7 +1215,7 @@ impl Work<'_> {
             return;
         };
         if delay <= 0.0 {
-            self.begin_attempt(attempt.saturating_add(1));
+            self.next_attempt(attempt.saturating_add(1));
             return;
         }
         flow.phase = Phase::Waiting;

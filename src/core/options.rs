@@ -398,6 +398,11 @@ pub struct Policy {
     pub should_retry: bool,
     /// `retryAfter` is set.
     pub retry_after: bool,
+    /// A host hook decides, after each wait, whether the next attempt goes
+    /// (`retryFetch`'s `beforeRetry`): see [`Effect::Gate`].
+    ///
+    /// [`Effect::Gate`]: super::effect::Effect::Gate
+    pub before_retry: bool,
     /// `intervals`, explicit delays.
     pub intervals: Option<Vec<f64>>,
     /// `multiplier` of exponential backoff (default 2).
@@ -438,6 +443,7 @@ impl Default for Policy {
             callbacks: 0,
             should_retry: false,
             retry_after: false,
+            before_retry: false,
             intervals: None,
             multiplier: DEFAULT_MULTIPLIER,
             signal: false,

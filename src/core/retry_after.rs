@@ -23,19 +23,29 @@ const LONG_DAYS: [&str; 7] = [
 /// names a moment in the past.
 pub fn parse(text: &str, now: f64) -> Option<f64> {
     let t = text.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-        // Folded by hand rather than with `str::parse::<f64>`, whose tables
-        // would add kilobytes to the download; a huge count overflows to
-        // infinity and is refused.
-        let secs = t
-            .bytes()
-            .fold(0.0, |n: f64, b| n * 10.0 + f64::from(b - b'0'));
-        let ms = secs * 1000.0;
-        return ms.is_finite().then_some(ms);
+    if let Some(ms) = delta_seconds(t) {
+        return Some(ms);
     }
     let at = http_date(t, now)?;
     let ms = at - now;
     (ms >= 0.0).then_some(ms)
+}
+
+/// Milliseconds in a delta-seconds value (one or more digits, spaces
+/// around allowed); `None` for anything else.
+pub fn delta_seconds(text: &str) -> Option<f64> {
+    let t = text.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Folded by hand rather than with `str::parse::<f64>`, whose tables
+    // would add kilobytes to the download; a huge count overflows to
+    // infinity and is refused.
+    let secs = t
+        .bytes()
+        .fold(0.0, |n: f64, b| n * 10.0 + f64::from(b - b'0'));
+    let ms = secs * 1000.0;
+    ms.is_finite().then_some(ms)
 }
 
 /// The moment (ms since the epoch) an HTTP-date names.

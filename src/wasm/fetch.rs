@@ -15,9 +15,9 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
-use js_sys::{Array, Function, Promise};
+use js_sys::{Array, ArrayBuffer, Function, Promise};
 use wasm_bindgen::prelude::*;
-use web_sys::{AbortSignal, Headers, ReadableStream, Request};
+use web_sys::{AbortSignal, Blob, FormData, Headers, ReadableStream, Request, UrlSearchParams};
 
 use super::engine::{Engine, FetchCall, Kind, SharedBudget};
 use super::entries;
@@ -26,7 +26,7 @@ use super::input::{self, Given};
 use super::js;
 use super::props;
 use super::retryer::AsyncRetryer;
-use crate::core::http::{self, HttpPolicy, RequestKind};
+use crate::core::http::{self, Body, HttpPolicy, RequestKind};
 use crate::core::options::{ErrorKind, Opt, Policy, Throw};
 
 /// What every call of one `retryFetch` function shares that is Rust.
@@ -51,6 +51,7 @@ impl FetchCalls {
         view: JsValue,
         fetch: JsValue,
         signal: JsValue,
+        before_retry: JsValue,
         input: JsValue,
         init: JsValue,
     ) -> Promise {
@@ -58,6 +59,7 @@ impl FetchCalls {
             view,
             fetch,
             signal,
+            before_retry,
         };
         self.start(&shared, input, init)
             .unwrap_or_else(|e| Promise::reject(&e))
@@ -65,12 +67,13 @@ impl FetchCalls {
 }
 
 /// The options only `retryFetch` takes.
-const OWN: [&str; 5] = [
+const OWN: [&str; 6] = [
     "methods",
     "statusCodes",
     "afterStatusCodes",
     "maxRetryAfter",
     "fetch",
+    "beforeRetry",
 ];
 
 /// `fetch` with retries: `retryFetch(options?)` returns a function with
@@ -81,17 +84,23 @@ const OWN: [&str; 5] = [
 /// header), `statusCodes` (default `408 429 500 502 503 504`),
 /// `afterStatusCodes` (default `413 429 503`: their `Retry-After` sets the
 /// wait), `maxRetryAfter` (ms, default `Infinity`) and `fetch` (default
-/// `globalThis.fetch`, looked up per call). Bad options throw here, before
-/// any request.
+/// `globalThis.fetch`, looked up per call), and `beforeRetry(request, {
+/// attempt, response, error })`, a hook run after each wait that may change
+/// the next attempt's request or stop. Bad options throw here, before any
+/// request.
 #[wasm_bindgen(js_name = retryFetch)]
 pub fn retry_fetch(options: JsValue) -> Result<Function, JsValue> {
     let (calls, js) = configure(&options)?;
     let calls: JsValue = calls.into();
     let call = props::function(props::get(&calls, "_call")?)
         .ok_or_else(|| errors::internal("retryFetch call"))?;
-    Ok(call
-        .unchecked_ref::<js::Handler>()
-        .bind_values(&calls, &js.view, &js.fetch, &js.signal))
+    Ok(call.unchecked_ref::<js::Handler>().bind_values(
+        &calls,
+        &js.view,
+        &js.fetch,
+        &js.signal,
+        &js.before_retry,
+    ))
 }
 
 /// What the calls of one `retryFetch` function share that is JavaScript,
@@ -103,12 +112,15 @@ struct Shared {
     fetch: JsValue,
     /// The `signal` option, or `undefined`.
     signal: JsValue,
+    /// The `beforeRetry` option, or `undefined`.
+    before_retry: JsValue,
 }
 
 fn configure(options: &JsValue) -> Result<(FetchCalls, Shared), JsValue> {
     let (given, own) = read(options)?;
     let mut http = HttpPolicy::default();
     let mut fetch = JsValue::UNDEFINED;
+    let mut before_retry = JsValue::UNDEFINED;
     for (name, value) in &own {
         match *name {
             "methods" => {
@@ -140,7 +152,11 @@ fn configure(options: &JsValue) -> Result<(FetchCalls, Shared), JsValue> {
                         ErrorKind::Type,
                     ));
                 }
-                fetch = value.clone();
+                if *name == "fetch" {
+                    fetch = value.clone();
+                } else {
+                    before_retry = value.clone();
+                }
             }
         }
     }
@@ -165,6 +181,7 @@ fn configure(options: &JsValue) -> Result<(FetchCalls, Shared), JsValue> {
     // the last response), as fetch's contract has it.
     policy.should_retry = true;
     policy.retry_after = true;
+    policy.before_retry = before_retry.is_function();
     policy.throw_on_error = Some(Throw::Always);
     let signal = props::get(&view, "signal")
         .ok()
@@ -185,6 +202,7 @@ fn configure(options: &JsValue) -> Result<(FetchCalls, Shared), JsValue> {
             view,
             fetch,
             signal,
+            before_retry,
         },
     ))
 }
@@ -275,7 +293,10 @@ fn kind_of(wrong_type: bool) -> ErrorKind {
 }
 
 impl FetchCalls {
-    /// One call: a retryer of its own runs the flow.
+    /// One call: a retryer of its own runs the flow. What `fetch` itself
+    /// would refuse or settle at once without sending (a `signal` that is
+    /// no `AbortSignal`, headers it cannot read, an aborted signal) is
+    /// settled here as `fetch` settles it.
     fn start(&self, shared: &Shared, input: JsValue, init: JsValue) -> Result<Promise, JsValue> {
         let fetch: Function = if shared.fetch.is_undefined() {
             props::get(&js_sys::global(), "fetch")?
@@ -293,6 +314,22 @@ impl FetchCalls {
                 Ok(JsValue::UNDEFINED)
             }
         };
+        // The caller's signal, as fetch reads it: `init.signal` when given
+        // (`null`: none), else the Request's own.
+        let given = init_get("signal")?;
+        let caller = if given.is_undefined() {
+            request.as_ref().map(Request::signal)
+        } else if given.is_null() {
+            None
+        } else if let Some(signal) = given.dyn_ref::<AbortSignal>() {
+            Some(signal.clone())
+        } else {
+            // Not an AbortSignal: fetch's own TypeError.
+            return Ok(once(&fetch, &input, &init));
+        };
+        if let Some(signal) = caller.as_ref().filter(|s| s.aborted()) {
+            return Ok(refuse_aborted(&input, &init, signal));
+        }
         let method = match init_get("method")?.as_string() {
             Some(m) => m,
             None => request
@@ -301,26 +338,37 @@ impl FetchCalls {
         };
         let headers = init_get("headers")?;
         let idempotency_key = if !headers.is_undefined() {
-            Headers::new_with_str_sequence_sequence(&headers)?.has(http::IDEMPOTENCY_KEY)?
+            let read = Headers::new_with_str_sequence_sequence(&headers)
+                .and_then(|h| h.has(http::IDEMPOTENCY_KEY));
+            match read {
+                Ok(has) => has,
+                // Headers fetch would refuse: its own TypeError.
+                Err(_) => return Ok(once(&fetch, &input, &init)),
+            }
         } else {
             match request.as_ref() {
                 Some(r) => r.headers().has(http::IDEMPOTENCY_KEY)?,
                 None => false,
             }
         };
-        let replayable_body = !init_get("body")?.has_type::<ReadableStream>();
+        let body = init_get("body")?;
+        let body = if !body.is_undefined() && !body.is_null() {
+            body_of(&body)
+        } else if request.is_some() {
+            Body::OfRequest
+        } else {
+            Body::None
+        };
         let retries = self.http.retries(RequestKind {
             method: &method,
             idempotency_key,
-            replayable_body,
+            body,
         });
-        let caller = init_get("signal")?;
-        let caller = props::is_signal(&caller).then(|| caller.unchecked_into::<AbortSignal>());
         let option = props::is_signal(&shared.signal)
             .then(|| shared.signal.clone().unchecked_into::<AbortSignal>());
-        let signal = match (caller, option) {
-            (Some(a), Some(b)) => Some(AbortSignal::any(&Array::of2(&a, &b))),
-            (a, b) => a.or(b),
+        let signal = match (caller.as_ref(), option) {
+            (Some(a), Some(b)) => Some(AbortSignal::any(&Array::of2(a, &b))),
+            (a, b) => a.cloned().or(b),
         };
         let policy = if signal.is_some() {
             Rc::clone(&self.signalled)
@@ -334,7 +382,10 @@ impl FetchCalls {
             init,
             request,
             retries,
+            caller,
             signal,
+            before_retry: shared.before_retry.clone().dyn_into().ok(),
+            next: RefCell::new(None),
             held: RefCell::new(None),
             aborted: Cell::new(None),
         };
@@ -342,5 +393,54 @@ impl FetchCalls {
         let key = props::get(&shared.view, "key")?;
         let me = AsyncRetryer::wrap(Rc::clone(&engine), &fetch, &key, &shared.view)?;
         Ok(engine.execute(&me, Array::new(), Kind::Fetch(Rc::new(call))))
+    }
+}
+
+/// What a body is, for the core's allow-list of bodies that replay
+/// (`core::http::Body::replays`).
+fn body_of(body: &JsValue) -> Body {
+    if body.is_string() {
+        Body::Text
+    } else if body.has_type::<ArrayBuffer>() || ArrayBuffer::is_view(body) {
+        Body::Bytes
+    } else if body.has_type::<Blob>() {
+        Body::Blob
+    } else if body.has_type::<UrlSearchParams>() {
+        Body::SearchParams
+    } else if body.has_type::<FormData>() {
+        Body::FormData
+    } else if body.has_type::<ReadableStream>() {
+        Body::Stream
+    } else {
+        Body::Other
+    }
+}
+
+/// `fetch(input, init)` once, as it is: for a call `fetch` refuses, so the
+/// caller gets `fetch`'s own error.
+fn once(fetch: &Function, input: &JsValue, init: &JsValue) -> Promise {
+    match fetch
+        .call2(&JsValue::UNDEFINED, input, init)
+        .and_then(|sent| js::promise_resolve(&sent))
+    {
+        Ok(p) => p,
+        Err(e) => Promise::reject(&e),
+    }
+}
+
+/// A call whose signal is already aborted, settled as `fetch` settles it
+/// without sending anything: an input `fetch` refuses rejects with its
+/// `TypeError`, else the call rejects with the signal's reason, and a
+/// stream body is cancelled with it.
+fn refuse_aborted(input: &JsValue, init: &JsValue, signal: &AbortSignal) -> Promise {
+    let reason = signal.reason();
+    match js::new_request(input, init) {
+        Err(e) => Promise::reject(&e),
+        Ok(request) => {
+            if let Some(body) = request.body() {
+                super::engine::cancel_stream(&body, &reason);
+            }
+            Promise::reject(&reason)
+        }
     }
 }

@@ -47,6 +47,14 @@ extern "C" {
     #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
     pub fn is_array(value: &JsValue) -> Result<bool, JsValue>;
 
+    /// The global `Request` class, for its constructor.
+    #[wasm_bindgen(js_name = Request)]
+    pub type RequestClass;
+
+    /// `new Request(input, init)` (see [`new_request`]).
+    #[wasm_bindgen(catch, constructor, js_class = "Request")]
+    fn new(input: &JsValue, init: &JsValue) -> Result<RequestClass, JsValue>;
+
     /// `Promise.resolve(value)`: reads `value.constructor` of a promise.
     #[wasm_bindgen(catch, js_namespace = Promise, js_name = resolve)]
     pub fn promise_resolve(value: &JsValue) -> Result<Promise, JsValue>;
@@ -115,7 +123,7 @@ extern "C" {
     #[wasm_bindgen(method, js_name = bind)]
     pub fn bind_value(this: &Handler, context: &JsValue, arg: &JsValue) -> Function;
 
-    /// `f.bind(context, a, b, c)`.
+    /// `f.bind(context, a, b, c, d)`.
     #[wasm_bindgen(method, js_name = bind)]
     pub fn bind_values(
         this: &Handler,
@@ -123,6 +131,7 @@ extern "C" {
         a: &JsValue,
         b: &JsValue,
         c: &JsValue,
+        d: &JsValue,
     ) -> Function;
 
     /// `Symbol(description)`: a key no other code can name.
@@ -144,6 +153,12 @@ extern "C" {
     /// `queueMicrotask(callback)`.
     #[wasm_bindgen(js_name = queueMicrotask)]
     pub fn queue_microtask(callback: &Function);
+}
+
+/// `new Request(input, init)`: what `fetch` does first with its arguments,
+/// so it refuses exactly what `fetch` refuses, with the same `TypeError`.
+pub fn new_request(input: &JsValue, init: &JsValue) -> Result<web_sys::Request, JsValue> {
+    RequestClass::new(input, init).map(JsCast::unchecked_into)
 }
 
 // Two helpers in JavaScript (wasm-bindgen's `inline_js`, shipped beside

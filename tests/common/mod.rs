@@ -307,7 +307,8 @@ impl Host {
             Effect::AbortAttempt { .. }
             | Effect::TimeOut { .. }
             | Effect::Call { .. }
-            | Effect::Eval { .. } => {}
+            | Effect::Eval { .. }
+            | Effect::Gate { .. } => {}
         }
         self.log.push(e);
         Some(e)
@@ -399,6 +400,10 @@ impl Host {
     pub fn provide(&mut self, gen: u32, value: Provided) {
         let mut b = self.budgets.borrow_mut();
         self.m.provide(gen, value, self.now, &mut *b);
+    }
+
+    pub fn answer_gate(&mut self, gen: u32, attempt: u32, answer: Provided) {
+        self.m.answer_gate(gen, attempt, answer);
     }
 
     pub fn threw(&mut self, gen: u32) {

@@ -4,6 +4,7 @@
 // abort, and response bodies let go of when retried.
 import { createHash } from 'node:crypto'
 import http from 'node:http'
+import { Readable } from 'node:stream'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { RetryBudget, parseRetryAfter, retryFetch } from 'retry-wasm'
 
@@ -15,6 +16,8 @@ let server
 let base
 
 const hash = (buf) => createHash('sha256').update(buf).digest('hex')
+/** What a body's bytes hash to, as the server records them. */
+const hashOf = (text) => hash(Buffer.from(text))
 
 function record(key, req, body) {
   const list = seen.get(key) ?? []
@@ -36,6 +39,9 @@ function handle(req, res, body) {
       if (n <= times) {
         const headers = {}
         if (url.searchParams.has('after')) headers['retry-after'] = q('after')
+        if (url.searchParams.has('rl')) headers['ratelimit-reset'] = q('rl')
+        // xrl=N: an X-RateLimit-Reset N seconds ahead, as a Unix time.
+        if (url.searchParams.has('xrl')) headers['x-ratelimit-reset'] = String(Math.ceil(Date.now() / 1000) + Number(q('xrl')))
         res.writeHead(Number(q('status', '503')), headers)
         res.end(`failure ${n}`)
         return
@@ -57,6 +63,20 @@ function handle(req, res, body) {
       const delay = Number(q('delay', '200'))
       const timer = setTimeout(() => res.end(`slow ${n}`), n <= Number(q('times', '1')) ? delay : 0)
       res.on('close', () => clearTimeout(timer))
+      return
+    }
+    case 'stream': {
+      // 20 chunks over about a second.
+      res.writeHead(200, { 'content-type': 'text/plain' })
+      let i = 0
+      const timer = setInterval(() => {
+        res.write(`chunk ${i} `)
+        if (++i === 20) {
+          clearInterval(timer)
+          res.end()
+        }
+      }, 50)
+      res.on('close', () => clearInterval(timer))
       return
     }
     case 'big': {
@@ -431,6 +451,298 @@ describe('response bodies and the fetch option', () => {
   })
 })
 
+describe('one-shot bodies: exactly one attempt, its outcome as fetch gives it', () => {
+  async function * generator () { yield 'one ' ; yield 'shot' }
+  const kinds = {
+    'async generator': () => generator(),
+    'Node Readable': () => Readable.from(['one ', 'shot']),
+    ReadableStream: () => new ReadableStream({
+      start (c) { c.enqueue(new TextEncoder().encode('one shot')); c.close() },
+    }),
+  }
+  for (const [name, make] of Object.entries(kinds)) {
+    it(`${name}: a 503 is returned, never a second request with an empty body`, async () => {
+      const k = key('oneshot')
+      const errors = []
+      const r = await quick({ onError: (e) => errors.push(e.status) })(`${base}/fail/${k}?times=2`, { method: 'PUT', body: make(), duplex: 'half' })
+      expect(r.status).toBe(503)
+      expect(await r.text()).toBe('failure 1')
+      expect(seen.get(k).map((a) => a.hash)).toEqual([hashOf('one shot')])
+      expect(errors).toEqual([503])
+    })
+  }
+
+  it('a network error on a one-shot body rejects with fetch\'s TypeError after one attempt', async () => {
+    const k = key('oneshot-drop')
+    const p = quick()(`${base}/drop/${k}?times=2`, { method: 'PUT', body: generator(), duplex: 'half' })
+    await expect(p).rejects.toBeInstanceOf(TypeError)
+    expect(count(k)).toBe(1)
+  })
+})
+
+describe('a failing response is a failed attempt, retried or not', () => {
+  it('a POST without a key that gets a 503: onError, the budget charged, onGiveUp not-retryable, the Response returned', async () => {
+    const budget = new RetryBudget({ maxTokens: 10 })
+    const events = []
+    const f = quick({
+      budget,
+      onError: (e) => events.push(`error ${e.status}`),
+      onSuccess: () => events.push('success'),
+      onGiveUp: (e, reason) => events.push(reason),
+    })
+    for (let i = 0; i < 3; i++) {
+      const k = key('post-fail')
+      const r = await f(`${base}/fail/${k}?times=1`, { method: 'POST', body: 'x' })
+      expect(r.status).toBe(503)
+      expect(await r.text()).toBe('failure 1')
+      expect(count(k)).toBe(1)
+    }
+    expect(events).toEqual(Array(3).fill(['error 503', 'not-retryable']).flat())
+    expect(budget.tokens).toBe(7)
+  })
+})
+
+describe('the caller\'s signal, as fetch has it', () => {
+  const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+  it('a Request\'s own signal aborts a wait at once, and nothing more is sent', async () => {
+    const k = key('req-signal-wait')
+    const controller = new AbortController()
+    const reason = new Error('left the page')
+    const p = quick({ baseWait: 5_000 })(new Request(`${base}/fail/${k}?times=99&after=1`, { signal: controller.signal }))
+    await pause(100)
+    const t0 = performance.now()
+    controller.abort(reason)
+    await expect(p).rejects.toBe(reason)
+    expect(performance.now() - t0).toBeLessThan(100)
+    await pause(1_100)
+    expect(count(k)).toBe(1)
+  })
+
+  it('a Request\'s own signal aborts a request in flight', async () => {
+    const k = key('req-signal-request')
+    const controller = new AbortController()
+    const p = quick()(new Request(`${base}/slow/${k}?delay=1000`, { signal: controller.signal }))
+    setTimeout(() => controller.abort(), 50)
+    const t0 = performance.now()
+    await expect(p).rejects.toMatchObject({ name: 'AbortError' })
+    expect(performance.now() - t0).toBeLessThan(500)
+    expect(count(k)).toBe(1)
+  })
+
+  it('already aborted, in any position: rejects with the reason and sends nothing', async () => {
+    const k = key('aborted-before')
+    const reasons = ['a string', new Error('an error'), undefined]
+    for (const reason of reasons) {
+      const signal = reason === undefined ? AbortSignal.abort() : AbortSignal.abort(reason)
+      const expected = signal.reason
+      await expect(quick()(`${base}/fail/${k}`, { signal })).rejects.toBe(expected)
+      await expect(quick()(new Request(`${base}/fail/${k}`, { signal }))).rejects.toBe(expected)
+    }
+    const timeout = AbortSignal.timeout(1)
+    await pause(20)
+    await expect(quick()(`${base}/fail/${k}`, { signal: timeout })).rejects.toMatchObject({ name: 'TimeoutError' })
+    expect(count(k)).toBe(0)
+  })
+
+  it('already aborted with a stream body: the stream is cancelled, as fetch does', async () => {
+    const cancelled = []
+    const body = new ReadableStream({ cancel (reason) { cancelled.push(reason) } })
+    const reason = new Error('never mind')
+    await expect(quick()(`${base}/fail/${key('aborted-stream')}`, { method: 'PUT', body, duplex: 'half', signal: AbortSignal.abort(reason) })).rejects.toBe(reason)
+    await pause(10)
+    expect(cancelled).toEqual([reason])
+  })
+
+  it('init.signal: null overrides an aborted Request\'s own', async () => {
+    const k = key('null-signal')
+    const r = await quick()(new Request(`${base}/fail/${k}?times=0`, { signal: AbortSignal.abort() }), { signal: null })
+    expect(r.status).toBe(200)
+    expect(count(k)).toBe(1)
+  })
+
+  it('a signal that is no AbortSignal is fetch\'s TypeError, and nothing is sent', async () => {
+    const k = key('bad-signal')
+    for (const signal of [{}, '', 5]) {
+      const mine = await quick()(`${base}/fail/${k}`, { signal }).catch((e) => e)
+      const theirs = await fetch(`${base}/fail/${k}-plain`, { signal }).catch((e) => e)
+      expect(mine).toBeInstanceOf(TypeError)
+      expect(mine.message).toBe(theirs.message)
+    }
+    expect(count(k)).toBe(0)
+  })
+
+  it('after the response arrived, the caller\'s abort errors its body for as long as it is read, as fetch\'s', async () => {
+    const outcomes = []
+    for (const send of [fetch, quick()]) {
+      const controller = new AbortController()
+      const r = await send(`${base}/stream/${key('body-abort')}`, { signal: controller.signal })
+      expect(r.status).toBe(200)
+      const t0 = performance.now()
+      controller.abort(new Error('not interested any more'))
+      const error = await r.text().then(() => 'read to the end', (e) => e)
+      expect(performance.now() - t0).toBeLessThan(200)
+      outcomes.push([error?.name, error?.message])
+    }
+    expect(outcomes[1]).toEqual(outcomes[0])
+    expect(outcomes[1][0]).toMatch(/Error$/)
+  })
+
+  it('once the body was read, a later abort changes nothing', async () => {
+    const controller = new AbortController()
+    const r = await quick()(`${base}/fail/${key('read-then-abort')}?times=0`, { signal: controller.signal })
+    expect(await r.text()).toBe('ok 1')
+    controller.abort()
+    expect(r.bodyUsed).toBe(true)
+  })
+})
+
+describe('what the caller got wrong is not retried', () => {
+  const used = async () => {
+    const r = new Request(`${base}/fail/${key('used')}`, { method: 'POST', body: 'read already' })
+    await r.text()
+    return [r]
+  }
+  const cases = {
+    'an invalid URL': () => ['http://exa mple.invalid/'],
+    'a bad method': () => [`${base}/fail/${key('m')}`, { method: 'BAD METHOD' }],
+    'a forbidden header value': () => [`${base}/fail/${key('h')}`, { headers: { 'x-bad': 'a\nb' } }],
+    'a used body': used,
+    'a stream body without duplex': () => [`${base}/fail/${key('s')}`, { method: 'PUT', body: new ReadableStream() }],
+    'a GET with a body': () => [`${base}/fail/${key('g')}`, { body: 'x' }],
+  }
+  for (const [name, args] of Object.entries(cases)) {
+    it(`${name}: rejects at once with fetch's own TypeError`, async () => {
+      const errors = []
+      const t0 = performance.now()
+      const mine = await quick({ baseWait: 300, onError: () => errors.push(1) })(...(await args())).catch((e) => e)
+      const took = performance.now() - t0
+      const theirs = await fetch(...(await args())).catch((e) => e)
+      expect(mine).toBeInstanceOf(TypeError)
+      expect(mine.message).toBe(theirs.message)
+      expect(took).toBeLessThan(150)
+      expect(errors.length).toBeLessThanOrEqual(1)
+    })
+  }
+
+  it('nothing reaches the server', () => {
+    expect([...seen.keys()].filter((k) => k.startsWith('m-') || k.startsWith('h-') || k.startsWith('g-') || k.startsWith('used-'))).toEqual([])
+  })
+})
+
+describe('beforeRetry', () => {
+  it('refreshes a token after a 401 the caller made retryable', async () => {
+    const k = key('token')
+    const hooks = []
+    let token = 'old'
+    const f = quick({
+      statusCodes: [401],
+      async beforeRetry (request, { attempt, response, error }) {
+        hooks.push([attempt, response.status, error.name, await response.text()])
+        token = 'fresh'
+        request.headers.set('authorization', `Bearer ${token}`)
+      },
+    })
+    const r = await f(`${base}/fail/${k}?times=1&status=401`, { headers: { authorization: `Bearer ${token}` } })
+    expect(r.status).toBe(200)
+    expect(hooks).toEqual([[2, 401, 'HTTPError', 'failure 1']])
+    expect(count(k)).toBe(2)
+  })
+
+  it('runs after the wait, once per retry, with a fresh Request each time', async () => {
+    const k = key('hook-each')
+    const requests = []
+    const r = await quick({ maxAttempts: 4, beforeRetry: (request, { attempt }) => { requests.push([attempt, request.url, request.bodyUsed]) } })(`${base}/fail/${k}?times=3`, { method: 'PUT', body: 'same' })
+    expect(r.status).toBe(200)
+    expect(requests.map(([a]) => a)).toEqual([2, 3, 4])
+    expect(new Set(requests.map(([, u]) => u)).size).toBe(1)
+    expect(seen.get(k).map((a) => a.hash)).toEqual(Array(4).fill(hashOf('same')))
+  })
+
+  it('false stops: the previous response is the result, onGiveUp not-retryable', async () => {
+    const k = key('hook-stop')
+    const reasons = []
+    const r = await quick({ beforeRetry: async () => false, onGiveUp: (e, reason) => reasons.push(reason) })(`${base}/fail/${k}?times=5`)
+    expect(r.status).toBe(503)
+    expect(await r.text()).toBe('failure 1')
+    expect(reasons).toEqual(['not-retryable'])
+    expect(count(k)).toBe(1)
+  })
+
+  it('false after a network error rejects with that error', async () => {
+    const k = key('hook-stop-net')
+    await expect(quick({ beforeRetry: () => false })(`${base}/drop/${k}?times=5`)).rejects.toBeInstanceOf(TypeError)
+    expect(count(k)).toBe(1)
+  })
+
+  it('another Request is sent instead', async () => {
+    const k = key('hook-other')
+    const k2 = key('hook-other')
+    const r = await quick({ beforeRetry: () => new Request(`${base}/fail/${k2}?times=0`) })(`${base}/fail/${k}?times=5`)
+    expect(r.status).toBe(200)
+    expect([count(k), count(k2)]).toEqual([1, 1])
+  })
+
+  it('a hook that throws or rejects ends the call with that error', async () => {
+    const boom = new Error('hook failed')
+    await expect(quick({ beforeRetry: () => { throw boom } })(`${base}/fail/${key('hook-throw')}?times=5`)).rejects.toBe(boom)
+    await expect(quick({ beforeRetry: () => Promise.reject(boom) })(`${base}/fail/${key('hook-reject')}?times=5`)).rejects.toBe(boom)
+  })
+
+  it('is awaited within the total deadline', async () => {
+    const k = key('hook-slow')
+    const t0 = performance.now()
+    const r = await quick({ maxTotalExecutionTime: 300, beforeRetry: () => new Promise(() => {}) })(`${base}/fail/${k}?times=5`)
+    expect(r.status).toBe(503)
+    expect(performance.now() - t0).toBeLessThan(1_000)
+    expect(count(k)).toBe(1)
+  })
+
+  it('other init fields reach the wrapped fetch on every attempt, a hook\'s Request included', async () => {
+    const inits = []
+    const dispatcher = { marker: true }
+    let n = 0
+    const f = quick({
+      fetch: (input, init) => {
+        inits.push([input instanceof Request, init.dispatcher, init.next, init.signal instanceof AbortSignal])
+        return Promise.resolve(++n < 3 ? new Response('busy', { status: 503 }) : new Response('ok'))
+      },
+      beforeRetry: () => {},
+    })
+    const r = await f('http://unused.invalid/', { dispatcher, next: { revalidate: 1 } })
+    expect(await r.text()).toBe('ok')
+    expect(inits).toEqual([
+      [false, dispatcher, { revalidate: 1 }, true],
+      [true, dispatcher, { revalidate: 1 }, true],
+      [true, dispatcher, { revalidate: 1 }, true],
+    ])
+  })
+})
+
+describe('rate-limit headers when Retry-After is absent', () => {
+  it('RateLimit-Reset sets the wait', async () => {
+    const k = key('rl')
+    const t0 = performance.now()
+    const r = await quick({ baseWait: 5_000 })(`${base}/fail/${k}?times=1&status=429&rl=1`)
+    const took = performance.now() - t0
+    expect(r.status).toBe(200)
+    expect(took).toBeGreaterThanOrEqual(990)
+    expect(took).toBeLessThan(2_500)
+  })
+
+  it('X-RateLimit-Reset as a Unix time sets the wait, clamped by maxRetryAfter', async () => {
+    const k = key('xrl')
+    const t0 = performance.now()
+    const r = await quick({ baseWait: 5_000 })(`${base}/fail/${k}?times=1&status=429&xrl=1`)
+    expect(r.status).toBe(200)
+    expect(performance.now() - t0).toBeLessThan(2_500)
+    const k2 = key('xrl-clamp')
+    const t1 = performance.now()
+    await quick({ baseWait: 5_000, maxRetryAfter: 20 })(`${base}/fail/${k2}?times=1&status=429&xrl=3600`)
+    expect(performance.now() - t1).toBeLessThan(500)
+  })
+})
+
 describe('bad options throw at retryFetch() time, naming the option', () => {
   const cases = [
     [{ throwOnError: true }, TypeError, 'throwOnError'],
@@ -448,6 +760,7 @@ describe('bad options throw at retryFetch() time, naming the option', () => {
     [{ maxRetryAfter: NaN }, RangeError, 'maxRetryAfter'],
     [{ maxRetryAfter: '5' }, TypeError, 'maxRetryAfter'],
     [{ fetch: 'fetch' }, TypeError, 'fetch'],
+    [{ beforeRetry: {} }, TypeError, 'beforeRetry'],
     [{ maxAttempts: 0 }, RangeError, 'maxAttempts'],
     [{ jitter: 2 }, RangeError, 'jitter'],
     [{ onRetry: 5 }, TypeError, 'onRetry'],

@@ -43,10 +43,32 @@ impl Kind {
         }
     }
 
-    /// A wait starts: the failing response will not be returned.
+    /// A wait starts: the failing response will not be returned (unless
+    /// a `beforeRetry` hook, which is handed it after the wait, stops the
+    /// call: then it is, and it is let go of when the next attempt starts).
     pub fn before_wait(&self) {
         if let Kind::Fetch(call) = self {
-            call.release();
+            if call.before_retry.is_none() {
+                call.release();
+            }
+        }
+    }
+
+    /// The `beforeRetry` gate before attempt `attempt`, after a failure
+    /// with `error`: a promise of the hook's answer, or `None` to go on at
+    /// once.
+    pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
+        match self {
+            Kind::Fetch(call) => call.gate(attempt, error),
+            Kind::Function { .. } => None,
+        }
+    }
+
+    /// The gate's promise settled with `value`: the machine's answer.
+    pub fn gated(&self, fulfilled: bool, value: &JsValue) -> Provided {
+        match self {
+            Kind::Fetch(call) => call.gated(fulfilled, value),
+            Kind::Function { .. } => Provided::Bool(true),
         }
     }
 

@@ -20,7 +20,7 @@ use super::observers;
 use super::run::Run;
 use super::user_code::{self, Nesting};
 use super::wakeups;
-use crate::core::effect::{AbortReason, Effect, Outcome, Timer};
+use crate::core::effect::{AbortReason, Effect, Outcome, Provided, Timer};
 
 impl From<InUse> for JsValue {
     fn from(_: InUse) -> JsValue {
@@ -114,6 +114,20 @@ impl Run {
                     d.feed(Input::Provide { gen, value }, js_sys::Date::now())?;
                 }
             }
+            Effect::Gate { gen, attempt } => {
+                let gate = self
+                    .find(gen)
+                    .and_then(|exec| exec.kind.gate(attempt, &exec.value()));
+                match gate {
+                    Some(answer) => {
+                        let bound = attempt | super::GATE;
+                        if wakeups::attach(&answer, self.at, gen, bound).is_none() {
+                            return Err(missing("gate reactions"));
+                        }
+                    }
+                    None => d.with(|m| m.answer_gate(gen, attempt, Provided::Bool(true)))?,
+                }
+            }
             Effect::Listen { gen } => {
                 let signal = self.find(gen).and_then(|e| e.kind.outside_signal(me));
                 if let Some(signal) = signal {
@@ -184,6 +198,27 @@ impl Run {
             }
         };
         d.feed(input, js_sys::Date::now())
+    }
+
+    /// The `beforeRetry` hook before attempt `attempt` of flow `gen`
+    /// settled with `value`: the machine takes its answer (a rejection is
+    /// the flow's throw).
+    pub fn settle_gate(
+        &self,
+        d: &Decider,
+        gen: u32,
+        attempt: u32,
+        fulfilled: bool,
+        value: &JsValue,
+    ) -> Result<(), InUse> {
+        let Some(exec) = self.find(gen) else {
+            return Ok(());
+        };
+        let answer = exec.kind.gated(fulfilled, value);
+        if answer == Provided::Threw {
+            exec.threw(value.clone());
+        }
+        d.with(|m| m.answer_gate(gen, attempt, answer))
     }
 
     /// Ends every execution with `error` (an internal error): the caller

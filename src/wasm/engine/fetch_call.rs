@@ -11,16 +11,37 @@
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
-use js_sys::{Function, Object, Promise};
+use js_sys::{Array, Function, Object, Promise, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::{AbortSignal, Request, Response};
+use web_sys::{AbortSignal, ReadableStream, Request, Response};
 
 use super::super::errors;
 use super::super::js;
 use super::super::props;
-use crate::core::effect::{AbortReason, Outcome};
-use crate::core::http::HttpPolicy;
+use crate::core::effect::{AbortReason, Outcome, Provided};
+use crate::core::http::{Failure, Hints, HttpPolicy};
+
+/// The fields of `fetch`'s `init` that `new Request` reads: a `Request`
+/// made by `beforeRetry` carries them, so they are not sent over it again.
+/// Every other field (`duplex`, undici's `dispatcher`, a framework's `next`
+/// or `cf`) still reaches the wrapped `fetch`.
+const REQUEST_FIELDS: [&str; 14] = [
+    "method",
+    "headers",
+    "body",
+    "referrer",
+    "referrerPolicy",
+    "mode",
+    "credentials",
+    "cache",
+    "redirect",
+    "integrity",
+    "keepalive",
+    "signal",
+    "window",
+    "priority",
+];
 
 /// One call's request and what its flow learnt.
 pub struct FetchCall {
@@ -32,8 +53,17 @@ pub struct FetchCall {
     pub request: Option<Request>,
     /// Whether the request may be sent more than once.
     pub retries: bool,
-    /// The caller's `init.signal` and the `signal` option, as one.
+    /// The caller's signal: `init.signal`, else the `Request`'s own. Each
+    /// attempt's signal follows it for as long as `fetch` keeps that signal
+    /// (a returned response's body included, as `fetch`'s does).
+    pub caller: Option<AbortSignal>,
+    /// The caller's signal and the `signal` option, as one: what the flow
+    /// listens to.
     pub signal: Option<AbortSignal>,
+    /// The `beforeRetry` hook.
+    pub before_retry: Option<Function>,
+    /// The request `beforeRetry` settled on for the next attempt.
+    pub next: RefCell<Option<Request>>,
     /// The last response that failed its attempt, and the error that
     /// stands for it.
     pub held: RefCell<Option<(JsValue, Response)>>,
@@ -42,12 +72,12 @@ pub struct FetchCall {
 }
 
 impl FetchCall {
-    /// One attempt: a fetch with the attempt's `signal`, whose response
-    /// `classify` (which calls [`FetchCall::fetched`]) turns into the
-    /// attempt's outcome. Promise reactions, not a Rust future: a future's
-    /// executor schedules itself with `queueMicrotask`, which fake timers
-    /// (Jest's by default) replace, and each response would wait for the
-    /// next tick of the fake clock.
+    /// Attempt `attempt`: a fetch with the attempt's `signal`, whose
+    /// response `classify` (which calls [`FetchCall::fetched`]) turns into
+    /// the attempt's outcome. Promise reactions, not a Rust future: a
+    /// future's executor schedules itself with `queueMicrotask`, which fake
+    /// timers (Jest's by default) replace, and each response would wait for
+    /// the next tick of the fake clock.
     pub fn attempt(&self, signal: Option<AbortSignal>, classify: Option<Function>) -> Promise {
         // The last failing response is let go of before the next try.
         self.release();
@@ -55,7 +85,7 @@ impl FetchCall {
             return Promise::reject(&errors::internal("fetch reaction"));
         };
         let sent = self
-            .request_for(signal.as_ref())
+            .request_for(signal)
             .and_then(|(input, init)| self.fetch.call2(&JsValue::UNDEFINED, &input, &init))
             .and_then(|sent| js::promise_resolve(&sent));
         match sent {
@@ -65,13 +95,14 @@ impl FetchCall {
     }
 
     /// What an attempt's fetch resolved with: the response, or, for a
-    /// failing status when the request may be sent again, a rejected
-    /// promise of an `HTTPError` (its `response` and `status` on it).
+    /// failing status, a rejected promise of an `HTTPError` (its `response`
+    /// and `status` on it): a failed attempt whether or not another may
+    /// follow, so the budget and the callbacks count it.
     pub fn fetched(&self, got: JsValue) -> JsValue {
         let Some(response) = got.dyn_ref::<Response>() else {
             return got;
         };
-        if !(self.retries && self.http.fails(response.status())) {
+        if !self.http.fails(response.status()) {
             return got;
         }
         let error = match http_error(response) {
@@ -85,22 +116,103 @@ impl FetchCall {
         Promise::reject(&error).into()
     }
 
-    /// This attempt's `(input, init)`: the `Request` cloned, the caller's
-    /// init copied with the attempt's signal (a replayable body goes as it
-    /// is: fetch reads its own copy each time).
-    fn request_for(&self, signal: Option<&AbortSignal>) -> Result<(JsValue, JsValue), JsValue> {
-        let input = match self.request.as_ref() {
-            Some(r) => Request::clone(r)?.into(),
-            None => self.input.clone(),
+    /// This attempt's `(input, init)`: the request `beforeRetry` settled
+    /// on, or the `Request` input cloned, or the input as it is, with the
+    /// caller's init copied and the attempt's signal. A replayable body
+    /// goes as it is: fetch reads its own copy each time.
+    fn request_for(&self, signal: Option<AbortSignal>) -> Result<(JsValue, JsValue), JsValue> {
+        // Tied to the caller's: fetch keeps this signal for the response's
+        // body, and so the caller's abort still reaches that body, for as
+        // long as it is read and no longer.
+        let signal = match (signal, self.caller.as_ref()) {
+            (Some(own), Some(caller)) => Some(AbortSignal::any(&Array::of2(caller, &own))),
+            (own, caller) => own.or_else(|| caller.cloned()),
         };
         let init = Object::new();
         if self.init.is_object() {
             js::object_assign(&init, &self.init)?;
         }
+        let input = match self.next.take() {
+            Some(made) => {
+                for field in REQUEST_FIELDS {
+                    Reflect::delete_property(&init, &props::key_of(field))?;
+                }
+                made.into()
+            }
+            None => self.fresh_input()?,
+        };
         if let Some(s) = signal {
-            props::set(&init, "signal", s)?;
+            props::set(&init, "signal", &s)?;
         }
         Ok((input, init.into()))
+    }
+
+    /// The input for one more request: the `Request` cloned (one whose
+    /// body was read as it is, for `fetch` to refuse), or the input itself.
+    fn fresh_input(&self) -> Result<JsValue, JsValue> {
+        Ok(match self.request.as_ref() {
+            Some(r) if !r.body_used() => Request::clone(r)?.into(),
+            Some(r) => r.into(),
+            None => self.input.clone(),
+        })
+    }
+
+    /// Whether `fetch` refuses this call's input itself (an invalid URL,
+    /// a bad method, a forbidden header value, a used body): asked only
+    /// when an attempt rejected with a `TypeError`, to tell the caller's
+    /// mistake from the network's.
+    fn refused(&self) -> bool {
+        match self.fresh_input() {
+            Ok(input) => js::new_request(&input, &self.init).is_err(),
+            Err(_) => true,
+        }
+    }
+
+    /// The `beforeRetry` gate before attempt `attempt`, after a failure
+    /// with `error`: the hook's answer, as a promise, called with a fresh
+    /// `Request` for that attempt (its headers writable) and `{ attempt,
+    /// response, error }`; `None` without a hook.
+    pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
+        let hook = self.before_retry.as_ref()?;
+        let asked = self.fresh_input().and_then(|input| {
+            let request = js::new_request(&input, &self.init)?;
+            let info = Object::new();
+            props::set(&info, "attempt", &attempt.into())?;
+            let response = if self.holds(error) {
+                self.held_response()
+                    .map_or(JsValue::UNDEFINED, JsValue::from)
+            } else {
+                JsValue::UNDEFINED
+            };
+            props::set(&info, "response", &response)?;
+            props::set(&info, "error", error)?;
+            let answer = hook.call2(&JsValue::UNDEFINED, &request, &info)?;
+            if let Ok(mut next) = self.next.try_borrow_mut() {
+                *next = Some(request);
+            }
+            js::promise_resolve(&answer)
+        });
+        Some(asked.unwrap_or_else(|e| Promise::reject(&e)))
+    }
+
+    /// What the hook's promise settled with, as the machine takes it:
+    /// `false` stops, a `Request` is sent instead of the one it was given,
+    /// anything else sends that one; a rejection ends the call with it.
+    pub fn gated(&self, fulfilled: bool, value: &JsValue) -> Provided {
+        if !fulfilled {
+            self.next.take();
+            return Provided::Threw;
+        }
+        if value.as_bool() == Some(false) {
+            self.next.take();
+            return Provided::Bool(false);
+        }
+        if let Some(made) = value.dyn_ref::<Request>() {
+            if let Ok(mut next) = self.next.try_borrow_mut() {
+                *next = Some(<Request as Clone>::clone(made));
+            }
+        }
+        Provided::Bool(true)
     }
 
     /// Lets go of the last failing response: its body is cancelled (its
@@ -129,21 +241,32 @@ impl FetchCall {
         held.as_ref().map(|(_, r)| <Response as Clone>::clone(r))
     }
 
+    /// What an attempt failed with, for the core's rule of what retries.
+    fn failure(&self, error: &JsValue) -> Failure {
+        if self.holds(error) {
+            return Failure::Status;
+        }
+        let name = props::get(error, "name").ok().and_then(|n| n.as_string());
+        if name.as_deref() == Some("TimeoutError") {
+            Failure::TimedOut
+        } else if !error.has_type::<js_sys::TypeError>() {
+            Failure::Other
+        } else if self.refused() {
+            Failure::Refused
+        } else {
+            Failure::Network
+        }
+    }
+
     /// `shouldRetry`, after the user's function (if any) answered `user`:
-    /// only a request that may be sent again, and only for a failing
-    /// response, a network error (`fetch`'s `TypeError`) or an attempt that
-    /// timed out (with `retryOnExecutionTimeout`).
+    /// the core's rule for this request and what it failed with
+    /// (`core::http::Failure::retryable`), and then the user's answer.
     pub fn should_retry(&self, error: &JsValue, user: Option<bool>) -> bool {
-        let timed_out = props::get(error, "name")
-            .ok()
-            .and_then(|n| n.as_string())
-            .is_some_and(|n| n == "TimeoutError");
-        let kind = self.holds(error) || error.has_type::<js_sys::TypeError>() || timed_out;
-        self.retries && kind && user.unwrap_or(true)
+        self.failure(error).retryable(self.retries) && user.unwrap_or(true)
     }
 
     /// `retryAfter`, after the user's function: its number if it gave one,
-    /// else the held response's `Retry-After` under the HTTP policy.
+    /// else what the held response's headers ask for under the HTTP policy.
     pub fn retry_after(&self, error: &JsValue, user: Option<f64>) -> Option<f64> {
         if user.is_some() {
             return user;
@@ -153,9 +276,20 @@ impl FetchCall {
         }
         let response = self.held_response()?;
         // Read with no borrow held: a user's Response may run code here.
-        let header = response.headers().get("retry-after").ok().flatten();
+        let headers = response.headers();
+        let get = |name| headers.get(name).ok().flatten();
+        let (retry_after, reset, x_reset) = (
+            get("retry-after"),
+            get("ratelimit-reset"),
+            get("x-ratelimit-reset"),
+        );
+        let hints = Hints {
+            retry_after: retry_after.as_deref(),
+            ratelimit_reset: reset.as_deref(),
+            x_ratelimit_reset: x_reset.as_deref(),
+        };
         self.http
-            .hint(response.status(), header.as_deref(), js_sys::Date::now())
+            .hint(response.status(), hints, js_sys::Date::now())
     }
 
     /// What the caller's promise settles with, for a flow that ended with
@@ -163,16 +297,17 @@ impl FetchCall {
     pub fn settle(&self, outcome: Outcome, value: JsValue) -> Result<JsValue, JsValue> {
         let settled = match outcome {
             Outcome::Result => Ok(value),
-            // Retries ran out on a failing response: that response.
+            // The flow ended on a failing response: that response.
             Outcome::Reject if self.holds(&value) => {
                 return self.take_held().map(JsValue::from).ok_or(value);
             }
             Outcome::Reject => Err(value),
+            // The caller's signal or the `signal` option: its reason, as
+            // fetch rejects.
+            Outcome::Undefined if self.signal.as_ref().is_some_and(AbortSignal::aborted) => {
+                Err(self.signal.as_ref().map_or(value, AbortSignal::reason))
+            }
             Outcome::Undefined => match self.aborted.get() {
-                Some(AbortReason::Signal) => Err(self
-                    .signal
-                    .as_ref()
-                    .map_or(JsValue::UNDEFINED, AbortSignal::reason)),
                 // The deadline cut the wait after a failing response.
                 Some(AbortReason::TotalTimeout) if self.held_response().is_some() => {
                     return self.take_held().map(JsValue::from).ok_or(value);
@@ -214,17 +349,22 @@ fn http_error(response: &Response) -> Result<JsValue, JsValue> {
 }
 
 /// Cancels a response body nobody will read, so its connection is freed.
-/// The promise `cancel()` returns is taken at once (so its rejection, a
-/// body already locked or gone, is no unhandled one, even where fake timers
-/// hold back the task below) and awaited by a task of its own.
 fn cancel_body(response: &Response) {
     if response.body_used() {
         return;
     }
     if let Some(body) = response.body() {
-        let cancelled = JsFuture::from(body.cancel());
-        spawn_local(async move {
-            let _ = cancelled.await;
-        });
+        cancel_stream(&body, &JsValue::UNDEFINED);
     }
+}
+
+/// Cancels `stream` with `reason`. The promise `cancel()` returns is taken
+/// at once (so its rejection, a stream already locked or gone, is no
+/// unhandled one, even where fake timers hold back the task below) and
+/// awaited by a task of its own.
+pub fn cancel_stream(stream: &ReadableStream, reason: &JsValue) {
+    let cancelled = JsFuture::from(stream.cancel_with_reason(reason));
+    spawn_local(async move {
+        let _ = cancelled.await;
+    });
 }

@@ -55,7 +55,12 @@ use run::Run;
 
 pub use attempt::Kind;
 pub use decider::SharedBudget;
-pub use fetch_call::FetchCall;
+pub use fetch_call::{cancel_stream, FetchCall};
+
+/// Set in the attempt number a promise's reactions are bound with when
+/// that promise is the `beforeRetry` hook's answer before that attempt,
+/// not the attempt itself (attempts never number 2^31).
+pub const GATE: u32 = 1 << 31;
 
 thread_local! {
     /// Busy retryers, where the handlers find them.
@@ -163,12 +168,18 @@ impl Engine {
             .is_some_and(|a| a.is_truthy())
     }
 
-    /// Attempt `attempt` of flow `gen` settled with `value`.
+    /// Attempt `attempt` of flow `gen` settled with `value` (or, with
+    /// [`GATE`] set in `attempt`, the `beforeRetry` gate before it).
     fn settled(self: &Rc<Self>, gen: u32, attempt: u32, fulfilled: bool, value: JsValue) {
         let Some(run) = self.current_run() else {
             return;
         };
-        match run.settle_attempt(&self.decider, gen, attempt, fulfilled, value) {
+        let taken = if attempt & GATE != 0 {
+            run.settle_gate(&self.decider, gen, attempt & !GATE, fulfilled, &value)
+        } else {
+            run.settle_attempt(&self.decider, gen, attempt, fulfilled, value)
+        };
+        match taken {
             Ok(()) => self.pump(&run.me),
             Err(e) => self.break_down(&e.into()),
         }
