@@ -12,7 +12,8 @@
 // retryer failing once inside an outer's attempt (both counted); an attempt
 // timeout; abort() during the attempt; asyncRetry one-shots; retryFetch
 // calls against a local server (each call's retryer, reached through its
-// callbacks); and callbacks that throw, re-enter (abort, execute,
+// callbacks); retryFetch calls under one caller signal that outlives them
+// all, with a beforeRetry hook, their responses never read; and callbacks that throw, re-enter (abort, execute,
 // setOptions, reset) or keep a reference to their retryer.
 //
 // An Error thrown by the wrapped function matters here: V8 keeps the frames
@@ -27,6 +28,8 @@ const N = Number(process.env.LEAKS_COLLECTED ?? 2_000);
 const LIMIT = 1 * MB;
 const WARMUP = 200;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** The caller's signal of the long-lived-signal kind, never aborted. */
+const LONG_LIVED = new AbortController();
 
 /** A server whose every odd request is a 503, every even one a 200. */
 async function flakyServer() {
@@ -158,6 +161,23 @@ const KINDS = [
       check(response.status === 200 && (await response.text()) === 'ok', `call ${i} got ${response.status}`);
       check(call !== null, 'the call did not retry');
       watch(call);
+    },
+  },
+  {
+    name: 'retryFetch calls under one long-lived caller signal, with beforeRetry, responses left unread',
+    per: 3,
+    warmup: 4_000,
+    async run(watch, i, server) {
+      let call = null;
+      const f = watch(retryFetch({ baseWait: 0, beforeRetry: (request, info) => { call = info; } }));
+      // Every attempt's signal follows the caller's (AbortSignal.any): a
+      // signal that outlives every call must not keep any of them.
+      const response = await f(server.url, { signal: LONG_LIVED.signal });
+      check(response.status === 200, `call ${i} got ${response.status}`);
+      check(call !== null, 'the call did not retry');
+      watch(call.error);
+      // Never read: collected with its body all the same.
+      watch(response);
     },
   },
   {
