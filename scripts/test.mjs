@@ -114,7 +114,7 @@ const STAGES = [
     name: 'differential',
     title: 'retryFetch({ fetch }) against plain fetch, input by input, on one local server',
     run() {
-      optionalFile('tests/differential/run.mjs', 'the differential fetch tests');
+      requireFile('tests/differential/run.mjs', 'the differential fetch tests');
       node('tests/differential/run.mjs', [], { timeout: 10 * MIN });
     },
   },
