@@ -221,27 +221,22 @@ impl HttpPolicy {
     }
 }
 
-/// An `X-RateLimit-Reset` received at `now`: seconds (a fraction allowed),
-/// or above 10^9 the Unix time the window resets at; `None` when it is not
-/// a number or that time has passed.
+/// An `X-RateLimit-Reset` received at `now`: seconds, or above 10^9 the
+/// Unix time the window resets at (a fraction of a second is dropped);
+/// `None` when it is not a number or that time has passed.
 fn reset_at(text: &str, now: f64) -> Option<f64> {
     let t = text.trim();
-    let (whole, fraction) = t.split_once('.').unwrap_or((t, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if whole.is_empty() || !digits(whole) || !digits(fraction) {
+    let (whole, fraction) = t.split_once('.').unwrap_or((t, "0"));
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let secs = retry_after::delta_seconds(whole)? / 1000.0
-        + fraction
-            .bytes()
-            .rev()
-            .fold(0.0, |f: f64, b| (f + f64::from(b - b'0')) / 10.0);
-    let ms = if secs > UNIX_TIME_FROM {
-        secs * 1000.0 - now
+    let ms = retry_after::delta_seconds(whole)?;
+    let ms = if ms > UNIX_TIME_FROM * 1000.0 {
+        ms - now
     } else {
-        secs * 1000.0
+        ms
     };
-    (ms >= 0.0 && ms.is_finite()).then_some(ms)
+    (ms >= 0.0).then_some(ms)
 }
 
 #[cfg(test)]
@@ -386,8 +381,8 @@ mod tests {
             p.hint(429, h(None, Some("-2"), Some("3")), 0.0),
             Some(3000.0)
         );
-        // X-RateLimit-Reset: seconds with a fraction, or a Unix time.
-        assert_eq!(p.hint(503, h(None, None, Some("1.5")), 0.0), Some(1500.0));
+        // X-RateLimit-Reset: seconds (a fraction dropped), or a Unix time.
+        assert_eq!(p.hint(503, h(None, None, Some("1.5")), 0.0), Some(1000.0));
         let now = 1_700_000_000_000.0;
         assert_eq!(
             p.hint(503, h(None, None, Some("1700000030")), now),

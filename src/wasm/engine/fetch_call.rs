@@ -12,6 +12,7 @@ use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 use js_sys::{Array, Function, Object, Promise, Reflect};
+use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{AbortSignal, ReadableStream, Request, Response};
@@ -42,6 +43,20 @@ const REQUEST_FIELDS: [&str; 14] = [
     "window",
     "priority",
 ];
+
+/// What `beforeRetry` receives beside the request, written out by
+/// serde-wasm-bindgen.
+#[derive(Serialize)]
+struct GateInfo {
+    /// The attempt about to be sent (2, 3, ...).
+    attempt: u32,
+    /// The failing response, or `undefined` after a network error.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    response: JsValue,
+    /// What the last attempt failed with, as it was.
+    #[serde(with = "serde_wasm_bindgen::preserve")]
+    error: JsValue,
+}
 
 /// One call's request and what its flow learnt.
 pub struct FetchCall {
@@ -176,16 +191,18 @@ impl FetchCall {
         let hook = self.before_retry.as_ref()?;
         let asked = self.fresh_input().and_then(|input| {
             let request = js::new_request(&input, &self.init)?;
-            let info = Object::new();
-            props::set(&info, "attempt", &attempt.into())?;
             let response = if self.holds(error) {
                 self.held_response()
                     .map_or(JsValue::UNDEFINED, JsValue::from)
             } else {
                 JsValue::UNDEFINED
             };
-            props::set(&info, "response", &response)?;
-            props::set(&info, "error", error)?;
+            let info = GateInfo {
+                attempt,
+                response,
+                error: error.clone(),
+            };
+            let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
             let answer = hook.call2(&JsValue::UNDEFINED, &request, &info)?;
             if let Ok(mut next) = self.next.try_borrow_mut() {
                 *next = Some(request);
