@@ -154,7 +154,7 @@ impl FetchCall {
                 }
                 made.into()
             }
-            None => self.fresh_input()?,
+            None => self.fresh_input(),
         };
         if let Some(s) = signal {
             props::set(&init, "signal", &s)?;
@@ -163,13 +163,13 @@ impl FetchCall {
     }
 
     /// The input for one more request: the `Request` cloned (one whose
-    /// body was read as it is, for `fetch` to refuse), or the input itself.
-    fn fresh_input(&self) -> Result<JsValue, JsValue> {
-        Ok(match self.request.as_ref() {
-            Some(r) if !r.body_used() => Request::clone(r)?.into(),
-            Some(r) => r.into(),
+    /// body cannot be cloned, read or locked, as it is, for `fetch` to
+    /// refuse with its own error), or the input itself.
+    fn fresh_input(&self) -> JsValue {
+        match self.request.as_ref() {
+            Some(r) => Request::clone(r).map_or_else(|_| r.into(), JsValue::from),
             None => self.input.clone(),
-        })
+        }
     }
 
     /// Whether `fetch` refuses this call's input itself (an invalid URL,
@@ -177,10 +177,7 @@ impl FetchCall {
     /// when an attempt rejected with a `TypeError`, to tell the caller's
     /// mistake from the network's.
     fn refused(&self) -> bool {
-        match self.fresh_input() {
-            Ok(input) => js::new_request(&input, &self.init).is_err(),
-            Err(_) => true,
-        }
+        js::new_request(&self.fresh_input(), &self.init).is_err()
     }
 
     /// The `beforeRetry` gate before attempt `attempt`, after a failure
@@ -189,8 +186,7 @@ impl FetchCall {
     /// response, error }`; `None` without a hook.
     pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
         let hook = self.before_retry.as_ref()?;
-        let asked = self.fresh_input().and_then(|input| {
-            let request = js::new_request(&input, &self.init)?;
+        let asked = js::new_request(&self.fresh_input(), &self.init).and_then(|request| {
             let response = if self.holds(error) {
                 self.held_response()
                     .map_or(JsValue::UNDEFINED, JsValue::from)
