@@ -106,7 +106,7 @@ const STAGES = [
     name: 'sdk',
     title: 'retryFetch as the custom fetch of real SDKs (openai, Anthropic, Octokit, postgrest-js, ky) against a local flaky server',
     run() {
-      optionalFile('tests/sdk/run.mjs', 'the SDK tests');
+      requireFile('tests/sdk/run.mjs', 'the SDK tests');
       node('tests/sdk/run.mjs', [], { timeout: 10 * MIN });
     },
   },
