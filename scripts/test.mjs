@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureDependencies } from './deps.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CONSUMER = path.join(ROOT, '.consumer');
@@ -197,7 +198,7 @@ const STAGES = [
     name: 'fresh',
     title: 'a clone with no node_modules and no pkg/ runs `npm run demo` to exit 0',
     run() {
-      optionalFile('tests/fresh/run.mjs', 'the fresh-clone test');
+      requireFile('tests/fresh/run.mjs', 'the fresh-clone test');
       node('tests/fresh/run.mjs', [], { timeout: 20 * MIN });
     },
   },
@@ -217,21 +218,6 @@ function parseArgs(argv) {
     process.exit(2);
   }
   return STAGES.filter((s) => names.includes(s.name));
-}
-
-/**
- * A fresh clone has no node_modules: `npm test` must work there on its own
- * (the README promises two commands and nothing else), so install the locked
- * dev dependencies first when they are missing or older than the lock file.
- */
-function ensureDependencies() {
-  const stamp = path.join(ROOT, 'node_modules', '.package-lock.json');
-  const lock = path.join(ROOT, 'package-lock.json');
-  const fresh = fs.existsSync(stamp) && (!fs.existsSync(lock) || fs.statSync(stamp).mtimeMs >= fs.statSync(lock).mtimeMs);
-  if (fresh) return;
-  console.log('\n[deps] installing the npm dev dependencies (node_modules is missing or out of date)');
-  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
-  sh(npm, [fs.existsSync(lock) ? 'ci' : 'install', '--no-audit', '--no-fund']);
 }
 
 const selected = parseArgs(process.argv.slice(2));

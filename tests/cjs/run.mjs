@@ -19,6 +19,10 @@
 //   broken-*         a copy of the package whose embedded module does not
 //                    compile, or does not link: the same kind of Error, the
 //                    engine's own error as its cause
+//   uncaught-*       an option error nobody catches (require, import, the
+//                    browser entry): Node prints the source line it was
+//                    thrown from, and that line fits a terminal; the whole
+//                    stderr stays under 2 KB and names the option
 // Usage: node tests/cjs/run.mjs
 import fs from 'node:fs';
 import os from 'node:os';
@@ -170,6 +174,41 @@ async function badInput(consumer) {
   return results;
 }
 
+// An uncaught option error: what Node writes is the line the error was
+// thrown from (the minified entry once put 13.6 KB there), a caret line as
+// long, the message and the stack.
+const UNCAUGHT_MAX_BYTES = 2048;
+const UNCAUGHT_MAX_LINE = 240;
+const UNCAUGHT_MESSAGE = "TypeError: retry-wasm: unknown option 'timeout' (got 1000)";
+
+async function uncaughtErrors(consumer) {
+  const make = "new AsyncRetryer(async () => 1, { timeout: 1000 })";
+  const cases = [
+    ['uncaught-require', ['-e', `const { AsyncRetryer } = require('retry-wasm'); ${make}`]],
+    ['uncaught-import', ['--input-type=module', '-e', `import { AsyncRetryer } from 'retry-wasm'; ${make}`]],
+    [
+      'uncaught-browser-entry',
+      ['--input-type=module', '-e', `const { AsyncRetryer } = await import('./node_modules/${PACKAGE_NAME}/js/index.js'); ${make}`],
+    ],
+  ];
+  return Promise.all(
+    cases.map(async ([label, args]) => {
+      const { code, out } = await node(args, { cwd: consumer });
+      const bytes = Buffer.byteLength(out);
+      const longest = Math.max(...out.split('\n').map((l) => l.length));
+      const problems = [
+        code === 0 && 'it exited 0',
+        !out.includes(UNCAUGHT_MESSAGE) && `no "${UNCAUGHT_MESSAGE}"`,
+        bytes >= UNCAUGHT_MAX_BYTES && `${bytes} bytes (limit ${UNCAUGHT_MAX_BYTES})`,
+        longest > UNCAUGHT_MAX_LINE && `a line of ${longest} characters (limit ${UNCAUGHT_MAX_LINE})`,
+      ].filter(Boolean);
+      return problems.length
+        ? { label, ok: false, detail: `${problems.join('; ')}\n${out.slice(0, 3000)}` }
+        : { label, ok: true, detail: `${bytes} bytes on stderr, longest line ${longest}, names the option` };
+    }),
+  );
+}
+
 async function main() {
   const consumer = await ensureConsumer();
   const dir = syncDir(path.join(HERE, 'fixtures'), path.join(consumer, 'cjs'));
@@ -197,6 +236,7 @@ async function main() {
   }
   results.push(await jest(dir));
   results.push(...(await badInput(consumer)));
+  results.push(...(await uncaughtErrors(consumer)));
 
   return report('cjs', results, { width: 28, cut: 400 });
 }
