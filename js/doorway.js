@@ -7,9 +7,9 @@
 // Nothing here schedules or decides anything. (The API is exported, not
 // returned by `open`, so that a bundle leaves out what an app does not
 // import: an object holding every export would keep them all.)
-import { initSync, AsyncRetryer, RetryBudget, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
+import { initSync, AsyncRetryer, RetryBudget, retryFetch as engineFetch, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
 
-export { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } from '../pkg/retry_wasm.js';
+export { AsyncRetryer, RetryBudget, parseRetryAfter } from '../pkg/retry_wasm.js';
 
 // The methods bound on first read; `true`: the Rust side also takes the
 // retryer's own object as first argument (a method only receives its
@@ -38,17 +38,59 @@ export function needWebAssembly() {
 const own = (target, name, value, writable) =>
   Object.defineProperty(target, name, { value, writable, enumerable: true, configurable: true });
 
+const freed = (what) => new Error(`retry-wasm: this ${what} was freed (free() or Symbol.dispose); create a new one`);
+
+/**
+ * `free()` and `[Symbol.dispose]()` of the class named `what` may be
+ * called again (they then do nothing), and every other method and getter
+ * of its prototype, used on a freed object, throws an Error that says so
+ * (wasm-bindgen's own is "null pointer passed to rust"). wasm-bindgen's
+ * `free` sets the object's `__wbg_ptr` to 0: the check is that one read.
+ * `onFree(object)` runs after a first `free()`.
+ */
+function guardFree(cls, what, onFree) {
+  const proto = cls.prototype;
+  for (const name of Object.getOwnPropertyNames(proto)) {
+    if (name === 'constructor' || name === 'free' || name.startsWith('__')) continue;
+    const d = Object.getOwnPropertyDescriptor(proto, name);
+    const key = typeof d.value === 'function' ? 'value' : 'get';
+    const inner = d[key];
+    if (typeof inner !== 'function') continue;
+    d[key] = function () {
+      if (this.__wbg_ptr === 0) throw freed(what);
+      return inner.apply(this, arguments);
+    };
+    Object.defineProperty(proto, name, d);
+  }
+  const release = proto.free;
+  proto.free = {
+    free() {
+      if (this.__wbg_ptr === 0) return;
+      release.call(this);
+      onFree?.(this);
+    },
+  }.free;
+  if (typeof Symbol.dispose === 'symbol') proto[Symbol.dispose] = proto.free;
+}
+
 /** Instantiates `module` (a WebAssembly.Module or the module's bytes) and binds the methods; once per realm. */
 export function open(module) {
   needWebAssembly();
   try {
     initSync({ module });
   } catch (e) {
-    throw loadError('its WebAssembly module failed to instantiate', e);
+    // A page's policy refuses to compile WebAssembly from bytes unless its
+    // script-src allows 'wasm-unsafe-eval'; browsers word it as 'unsafe-eval'.
+    const csp = /content.security.policy|\bCSP\b/i.test(String(e?.message ?? e));
+    throw loadError(`its WebAssembly module failed to instantiate${csp ? " (the page's Content-Security-Policy must allow 'wasm-unsafe-eval' in script-src)" : ''}`, e);
   }
   // The functions the engine binds as promise reactions, timer callbacks
   // and listeners, handed over once.
   _wire(_settled, _fetched, _timer, _signal, _resolver, _rethrow);
+  // A freed retryer's options are gone with it; reading them says so.
+  const optionsGone = { get: () => { throw freed('AsyncRetryer'); }, enumerable: true, configurable: true };
+  guardFree(AsyncRetryer, 'AsyncRetryer', (retryer) => Object.defineProperty(retryer, 'options', optionsGone));
+  guardFree(RetryBudget, 'RetryBudget');
   // Pacer's methods are bound (`const { execute, abort } = retryer`
   // works). Each is bound on first read to the retryer
   // (and, per BOUND, with the retryer as first argument); the bound
@@ -87,4 +129,34 @@ export function asyncRetry(fn, initialOptions) {
 /** Returns `options` unchanged, typed, for sharing between retryers. */
 export function asyncRetryerOptions(options) {
   return options;
+}
+
+/**
+ * `fetch` with retries: the engine's call function (options are read and
+ * checked here, so bad ones throw synchronously), inside a function that
+ * looks and fails like `fetch`: named `fetch`, `length` 1, and a rejection
+ * whose stack is retaken where the caller awaits it, so it names the
+ * caller's async functions (an error made inside the engine or undici has
+ * none of them), as Node's own `fetch` does.
+ */
+export function retryFetch(options) {
+  const call = engineFetch(options);
+  // A method keeps its name through minifiers, which drop a function
+  // expression's.
+  return {
+    async fetch(input, init = undefined) {
+      try {
+        return await call(input, init);
+      } catch (error) {
+        if (error !== null && typeof error === 'object') {
+          try {
+            Error.captureStackTrace?.(error);
+          } catch {
+            // A frozen error keeps the stack it has.
+          }
+        }
+        throw error;
+      }
+    },
+  }.fetch;
 }

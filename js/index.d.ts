@@ -5,6 +5,18 @@
 // whatever was thrown), pacer's type is kept so pacer code compiles, and the
 // doc comment says what the value is.
 
+declare global {
+  /**
+   * `Symbol.dispose`, declared as TypeScript's `esnext.disposable` library
+   * (5.2+) and @types/node declare it, so these declarations compile with an
+   * older `lib` too. `using` itself needs that library, or TypeScript 5.2+
+   * with `lib` set to `esnext`.
+   */
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+  }
+}
+
 /** Any function returning a value or a promise (pacer's requires a promise). */
 export type AnyAsyncFunction = (...args: any[]) => any;
 
@@ -255,11 +267,15 @@ export declare class AsyncRetryer<TFn extends AnyAsyncFunction> {
   /** Restores the default state; an active flow goes on. */
   reset: () => void;
   /**
-   * Aborts an active flow and frees the retryer now rather than at garbage
-   * collection (also `retryer[Symbol.dispose]()`, so `using` works); any
-   * later call on it throws.
+   * Aborts an active flow (`onAbort('manual')`, its `execute()` resolves
+   * `undefined`) and frees the retryer now rather than at garbage
+   * collection. Calling it again does nothing; any other use of the retryer
+   * afterwards (its methods, `store`, `options`) throws an `Error` saying it
+   * was freed.
    */
   free(): void;
+  /** `free()`, so that `using retryer = new AsyncRetryer(...)` frees it at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 /** Options of a `RetryBudget`. */
@@ -279,8 +295,14 @@ export declare class RetryBudget {
   readonly maxTokens: number;
   /** The `tokenRatio` option. @default 0.1 */
   readonly tokenRatio: number;
-  /** Frees the budget's own handle now rather than at garbage collection; retryers using it keep it. */
+  /**
+   * Frees the budget's own handle now rather than at garbage collection;
+   * retryers using it keep it. Calling it again does nothing; reading its
+   * fields afterwards throws an `Error` saying it was freed.
+   */
   free(): void;
+  /** `free()`, so that `using budget = new RetryBudget()` works. */
+  [Symbol.dispose](): void;
 }
 
 /** Wraps `fn` in one retryer and returns its bound `execute`. */

@@ -259,6 +259,41 @@ try {
   check(`screenshot saved to ${SCREENSHOT}`, existsSync(SCREENSHOT));
 
   check('no console errors, page errors or failed requests', problems.length === 0, problems.join('; '));
+
+  // Content-Security-Policy: the engine is compiled from bytes, which a
+  // policy allows with 'wasm-unsafe-eval' (the README says what to add).
+  // A page of the same origin (served by the route below) imports the
+  // browser entry with only an external module script, as `script-src
+  // 'self'` requires, and reports what happened.
+  for (const [policy, expect] of [
+    ["script-src 'self' 'wasm-unsafe-eval'", /^ok 42$/],
+    [
+      "script-src 'self'",
+      /^error Error: retry-wasm cannot load in .*: its WebAssembly module failed to instantiate \(the page's Content-Security-Policy must allow 'wasm-unsafe-eval' in script-src\): /,
+    ],
+  ]) {
+    const cspTab = await context.newPage();
+    await cspTab.route('**/csp/**', (route) => {
+      const script = route.request().url().endsWith('.js');
+      route.fulfill({
+        status: 200,
+        contentType: script ? 'text/javascript' : 'text/html',
+        headers: script ? {} : { 'content-security-policy': policy },
+        body: script
+          ? `import('/retry-wasm/js/index.js')
+               .then(({ AsyncRetryer }) => new AsyncRetryer(async () => 42).execute())
+               .then((v) => 'ok ' + v, (e) => 'error ' + e.constructor.name + ': ' + e.message)
+               .then((r) => { document.body.dataset.result = r; });`
+          : '<!doctype html><title>csp</title><body><script type="module" src="/csp/probe.js"></script></body>',
+      });
+    });
+    await cspTab.goto(new URL('/csp/page.html', server.url).href);
+    const result = await cspTab
+      .waitForSelector('body[data-result]', { state: 'attached', timeout: 10_000 })
+      .then(() => cspTab.$eval('body', (b) => b.dataset.result), () => 'no result');
+    check(`CSP ${policy}: ${expect.source.startsWith('^ok') ? 'loads and runs' : 'a clear load error'}`, expect.test(result), result);
+    await cspTab.close();
+  }
   await context.close();
 } catch (err) {
   check('test ran to the end', false, err && err.stack);
