@@ -428,7 +428,8 @@ function fetchScenarios(server) {
       expect: { outcome: 'resolved:503', attempts: 1 },
       checks: (r) => [
         [`the server received the POST once (${server.hits('fetch-post-no-key')})`, server.hits('fetch-post-no-key') === 1],
-        ['the caller got the 503 Response itself, nothing thrown', r.status === 503 && r.failed === 0],
+        ['the caller got the 503 Response itself, nothing thrown', r.status === 503],
+        [`it counted as a failed attempt that may not be retried (onError ${r.failed}×, gave up: ${r.giveUp})`, r.failed === 1 && r.giveUp === 'not-retryable'],
       ],
       seen: () => ({ requests: server.hits('fetch-post-no-key'), statuses: seen('fetch-post-no-key').map((e) => Number(e.outcome)) }),
     },
@@ -584,6 +585,8 @@ async function runFetchScenario(sc) {
     onGiveUp: (error, why, retryer) => {
       retryers.add(retryer);
       giveUp = { reason: why, error };
+      rec.giveUp = why;
+      if (why === 'not-retryable' && sc.handedBack) tl.note(`${c.yellow('→')} ${sc.handedBack}`);
     },
   });
 
