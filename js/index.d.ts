@@ -323,12 +323,34 @@ export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch
   methods?: readonly string[];
   /** Statuses that make an attempt fail (then retried, or returned when retries run out). @default [408, 429, 500, 502, 503, 504] */
   statusCodes?: readonly number[];
-  /** Statuses whose `Retry-After` (delta-seconds or HTTP-date) sets the wait. @default [413, 429, 503] */
+  /** Statuses whose server hint sets the wait: `Retry-After` (delta-seconds or HTTP-date), else `RateLimit-Reset` (delta-seconds), else `X-RateLimit-Reset` (seconds, or a Unix time above 10^9). @default [413, 429, 503] */
   afterStatusCodes?: readonly number[];
-  /** The longest wait a `Retry-After` may ask for, in ms; the total deadline still holds. @default Infinity */
+  /** The longest wait a server hint may ask for, in ms; the total deadline still holds. @default Infinity */
   maxRetryAfter?: number;
+  /**
+   * Runs after each wait, just before attempt `attempt` (2, 3, ...) is sent,
+   * with a fresh `Request` for it whose headers are writable. Return nothing
+   * to send it as it now is, another `Request` to send that, or `false` to
+   * stop (the previous outcome is the result, `onGiveUp(…, 'not-retryable')`);
+   * a promise of one of these is awaited within `maxTotalExecutionTime`. A
+   * hook that throws or rejects ends the call with that error.
+   */
+  beforeRetry?: (
+    request: Request,
+    info: BeforeRetryInfo,
+  ) => void | Request | false | Promise<void | Request | false>;
   /** The `fetch` wrapped. @default globalThis.fetch, looked up per call */
   fetch?: (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+}
+
+/** What `beforeRetry` is told about the attempt that failed before the wait. */
+export interface BeforeRetryInfo {
+  /** The attempt about to be sent (2, 3, ...). */
+  attempt: number;
+  /** The failing response (its body still readable), or `undefined` after a network error. */
+  response: Response | undefined;
+  /** What the last attempt failed with: an `HTTPError` for a failing response, `fetch`'s `TypeError` for the network. */
+  error: unknown;
 }
 
 /** The error a failing response stands for in callbacks, `shouldRetry` and `retryAfter`. */
