@@ -108,13 +108,15 @@ function ensureTarget() {
 }
 
 /**
- * What wasm-opt is told: -Oz, plus the facts rustc's output meets
+ * What wasm-opt is told: -Oz twice (the second pass finds what the first
+ * one's inlining opened up), plus the facts rustc's output meets
  * (`--low-memory-unused`: nothing addresses the first KiB, so constant
- * offsets may fold into loads and stores). Not `--ignore-implicit-traps`:
- * it lets a guarded load run unguarded, and a trap poisons the instance for
- * every retryer on the page.
+ * offsets may fold into loads and stores), and no target-features section
+ * (no host reads it). Not `--ignore-implicit-traps`: it lets a guarded load
+ * run unguarded, and a trap poisons the instance for every retryer on the
+ * page.
  */
-const WASM_OPT_FLAGS = ['-Oz', '--low-memory-unused', '--strip-debug', '--strip-producers'];
+const WASM_OPT_FLAGS = ['-Oz', '-Oz', '--low-memory-unused', '--strip-debug', '--strip-producers', '--strip-target-features'];
 
 /**
  * Short names (see `shortenNames`): wasm-opt renames every import, export

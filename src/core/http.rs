@@ -225,8 +225,7 @@ impl HttpPolicy {
 /// Unix time the window resets at (a fraction of a second is dropped);
 /// `None` when it is not a number or that time has passed.
 fn reset_at(text: &str, now: f64) -> Option<f64> {
-    let t = text.trim();
-    let (whole, fraction) = t.split_once('.').unwrap_or((t, "0"));
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, "0"));
     if !fraction.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }

@@ -31,10 +31,10 @@ pub fn parse(text: &str, now: f64) -> Option<f64> {
     (ms >= 0.0).then_some(ms)
 }
 
-/// Milliseconds in a delta-seconds value (one or more digits, spaces
-/// around allowed); `None` for anything else.
-pub fn delta_seconds(text: &str) -> Option<f64> {
-    let t = text.trim();
+/// Milliseconds in a delta-seconds value (one or more digits; a header
+/// value as `Headers.get` returns it, with no whitespace around); `None`
+/// for anything else.
+pub fn delta_seconds(t: &str) -> Option<f64> {
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
