@@ -9,7 +9,7 @@
 // `run_options(bytes)` and `run_machine(bytes)` panic when a rule breaks;
 // anything else they do is a pass. The rules:
 //
-// options: no panic; `Opt::from_id` knows exactly the 28 ids; a refused
+// options: no panic; `Opt::from_id` knows exactly the ids of `ALL_OPTS`; a refused
 //   value leaves the policy bit for bit unchanged and its error names the
 //   option (and the entry or field); `undefined` is never refused and
 //   restores the default; setting a value twice equals setting it once;
@@ -206,7 +206,7 @@ impl<'a> Input<'a> {
     /// any u32.
     pub fn opt_id(&mut self) -> u32 {
         match self.byte() {
-            b @ 0..=239 => u32::from(b) % 31,
+            b @ 0..=239 => u32::from(b) % ALL_OPTS.len() as u32,
             _ => self.u32(),
         }
     }
@@ -253,6 +253,13 @@ fn same_num(a: Num, b: Num) -> bool {
     }
 }
 
+fn same_hedge(a: Option<Num>, b: Option<Num>) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) => same_num(x, y),
+        (x, y) => x.is_none() && y.is_none(),
+    }
+}
+
 fn same_opt_f64(a: Option<f64>, b: Option<f64>) -> bool {
     match (a, b) {
         (Some(x), Some(y)) => same_f64(x, y),
@@ -294,6 +301,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         retry_on_execution_timeout: _,
         nested: _,
         inner_retries: _,
+        hedge: _,
         initial_state: _,
     } = a;
     let (i, j) = (a.initial(), b.initial());
@@ -319,6 +327,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         && a.retry_on_execution_timeout == b.retry_on_execution_timeout
         && a.nested == b.nested
         && a.inner_retries == b.inner_retries
+        && same_hedge(a.hedge, b.hedge)
         && same_opt_f64(i.execution_count, j.execution_count)
         && same_opt_f64(i.last_execution_time, j.last_execution_time)
         && same_opt_f64(i.total_execution_time, j.total_execution_time)
@@ -370,6 +379,9 @@ pub fn assert_policy_valid(p: &Policy, finished: bool) {
     if let Some(s) = p.seed {
         assert!(s.is_finite(), "seed {s:?} accepted");
     }
+    if let Some(Num::Static(v)) = p.hedge {
+        assert!(non_negative(v), "hedge {v:?} accepted");
+    }
     if let Some(list) = &p.intervals {
         for &v in list {
             assert!(non_negative(v), "interval {v:?} accepted");
@@ -387,11 +399,12 @@ pub fn assert_policy_valid(p: &Policy, finished: bool) {
         assert!(finite_non_negative(v), "initialState number {v:?} accepted");
     }
     assert!(
-        p.callbacks < 1 << (Cb::Backoff as u32 + 1),
+        p.callbacks < 1 << (Cb::Hedge as u32 + 1),
         "callback bits {:#x}",
         p.callbacks
     );
     if finished && p.max_attempts == Num::Static(f64::INFINITY) {
+        assert!(p.hedge.is_none(), "Infinity attempts with hedge finished");
         assert!(
             p.intervals.is_none(),
             "Infinity attempts with intervals finished"
@@ -428,6 +441,7 @@ fn assert_default(p: &Policy, opt: Opt) {
         Opt::RetryOnExecutionTimeout => !p.retry_on_execution_timeout,
         Opt::Nested => p.nested == d.nested,
         Opt::InnerRetries => p.inner_retries,
+        Opt::Hedge => p.hedge.is_none(),
         cb => match cb.callback() {
             Some(c) => !p.has(c),
             None => false,
@@ -527,7 +541,9 @@ pub fn apply_checked(p: &mut Policy, op: OptOp<'_>) -> bool {
                     assert!(
                         matches!(
                             e.expect,
-                            Expect::IntervalsWithInfinity | Expect::InfinityNeedsTotalDeadline
+                            Expect::IntervalsWithInfinity
+                                | Expect::InfinityNeedsTotalDeadline
+                                | Expect::FiniteWithHedge
                         ),
                         "finish() refused with {e:?}"
                     );
@@ -687,8 +703,8 @@ impl Sim {
     }
 
     /// Pops one effect and checks it against the host contract.
-    fn pop(&mut self) -> Option<Effect> {
-        let e = self.m.next_effect()?;
+    fn pop(&mut self, budgets: &mut Vec<Budget>) -> Option<Effect> {
+        let e = self.m.next_effect(budgets)?;
         if let Some(g) = e.gen() {
             assert!(
                 !self.finished.contains(&g),
@@ -768,15 +784,19 @@ impl Sim {
                 self.run.evals += 1;
                 self.open_gates.push((gen, attempt));
             }
-            Effect::AbortAttempt { .. } | Effect::TimeOut { .. } | Effect::StateChanged => {}
+            Effect::AbortAttempt { .. }
+            | Effect::TimeOut { .. }
+            | Effect::CancelAttempt { .. }
+            | Effect::Hedge { .. }
+            | Effect::StateChanged => {}
         }
         Some(e)
     }
 
     /// Pops everything; more than [`MAX_EFFECTS_PER_INPUT`] is a runaway.
-    fn drain(&mut self) {
+    fn drain(&mut self, budgets: &mut Vec<Budget>) {
         for _ in 0..MAX_EFFECTS_PER_INPUT {
-            if self.pop().is_none() {
+            if self.pop(budgets).is_none() {
                 self.check_idle();
                 return;
             }
@@ -881,7 +901,7 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                 // 1: the flow starts inside another retryer's attempt;
                 // bit 4 says whether that one forbids inner retries.
                 let inside = (op & 15 == 1).then_some(op & 16 != 0);
-                let gen = s.m.execute_within(now, inp.byte() < 16, inside);
+                let gen = s.m.execute_within(now, inp.byte() < 16, inside, true);
                 assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
             }
             kind @ (2..=4) => {
@@ -998,7 +1018,7 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                         2 => Provided::Nothing,
                         _ => Provided::Bool(true),
                     };
-                    s.m.answer_gate(gen, attempt, answer);
+                    s.m.answer_gate(gen, attempt, answer, now);
                 }
                 _ => s.m.set_enabled_hint(inp.bool()),
             },
@@ -1011,10 +1031,10 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
             }
         }
         if op >> 4 < 12 {
-            s.drain();
+            s.drain(&mut budgets);
         } else {
             for _ in 0..op >> 4 & 3 {
-                if s.pop().is_none() {
+                if s.pop(&mut budgets).is_none() {
                     break;
                 }
             }
@@ -1027,7 +1047,7 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
     // settled exactly once.
     for s in sims.iter_mut() {
         for _ in 0..64 {
-            s.drain();
+            s.drain(&mut budgets);
             if s.open_evals.is_empty() && s.open_gates.is_empty() && !s.m.is_active() {
                 break;
             }
@@ -1035,11 +1055,11 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                 s.m.provide(gen, Provided::Threw, now, &mut budgets);
             }
             for (gen, attempt) in std::mem::take(&mut s.open_gates) {
-                s.m.answer_gate(gen, attempt, Provided::Threw);
+                s.m.answer_gate(gen, attempt, Provided::Threw, now);
             }
             s.m.abort(AbortReason::Manual);
         }
-        s.drain();
+        s.drain(&mut budgets);
         assert!(!s.m.is_active(), "a flow survived abort()");
         for gen in 1..=s.m.last_gen() {
             assert!(

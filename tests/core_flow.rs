@@ -111,7 +111,7 @@ fn new_execution_aborts_the_running_attempt() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g1, AbortReason::NewExecution),
+            abort_att(g1, 1, AbortReason::NewExecution),
             clear(Timer::Attempt),
             SC,
             on_abort(g1, AbortReason::NewExecution),
@@ -155,7 +155,7 @@ fn new_execution_during_a_wait_clears_the_wait() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g1, AbortReason::NewExecution),
+            abort_att(g1, 1, AbortReason::NewExecution),
             clear(Timer::Wait),
             SC,
             on_abort(g1, AbortReason::NewExecution),
@@ -448,7 +448,7 @@ fn abort_during_an_attempt() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g, AbortReason::Manual),
+            abort_att(g, 1, AbortReason::Manual),
             clear(Timer::Attempt),
             clear(Timer::Total),
             SC,
@@ -486,7 +486,7 @@ fn abort_during_a_wait_clears_the_wait() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g, AbortReason::Manual),
+            abort_att(g, 1, AbortReason::Manual),
             clear(Timer::Wait),
             SC,
             on_abort(g, AbortReason::Manual),
@@ -537,7 +537,7 @@ fn execution_timeout_ends_the_flow_as_a_failure() {
             h.advance(1.0),
             vec![
                 call(g, Cb::ExecutionTimeout),
-                time_out(g),
+                time_out(g, 1),
                 SC,
                 on_abort(g, AbortReason::ExecutionTimeout),
                 call(g, Cb::Error),
@@ -575,7 +575,7 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
         h.advance(500.0),
         vec![
             call(g, Cb::ExecutionTimeout),
-            time_out(g),
+            time_out(g, 1),
             SC,
             call(g, Cb::Error),
             retry(g, 1),
@@ -602,7 +602,7 @@ fn execution_timeout_with_retry_on_execution_timeout_retries() {
         h.advance(500.0),
         vec![
             call(g, Cb::ExecutionTimeout),
-            time_out(g),
+            time_out(g, 3),
             SC,
             call(g, Cb::Error),
             SC,
@@ -661,7 +661,7 @@ fn total_timeout_during_an_attempt_that_never_settles() {
             h.advance(1.0),
             vec![
                 call(g, Cb::TotalExecutionTimeout),
-                abort_att(g, AbortReason::TotalTimeout),
+                abort_att(g, 2, AbortReason::TotalTimeout),
                 SC,
                 on_abort(g, AbortReason::TotalTimeout),
                 fin(g, Outcome::Undefined),
@@ -700,7 +700,7 @@ fn a_wait_crossing_the_deadline_clears_the_attempt_deadline_too() {
             retry(g, 2),
             call(g, Cb::Settled),
             call(g, Cb::TotalExecutionTimeout),
-            abort_att(g, AbortReason::TotalTimeout),
+            abort_att(g, 2, AbortReason::TotalTimeout),
             on_abort(g, AbortReason::TotalTimeout),
             fin(g, Outcome::Undefined),
         ]
@@ -731,7 +731,7 @@ fn a_wait_ending_after_the_deadline_is_a_total_timeout_at_once() {
             retry(g, 2),
             call(g, Cb::Settled),
             call(g, Cb::TotalExecutionTimeout),
-            abort_att(g, AbortReason::TotalTimeout),
+            abort_att(g, 2, AbortReason::TotalTimeout),
             clear(Timer::Total),
             SC,
             on_abort(g, AbortReason::TotalTimeout),
@@ -1121,7 +1121,7 @@ fn abort_from_on_error_drops_the_rest_of_the_retry() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g, AbortReason::Manual),
+            abort_att(g, 1, AbortReason::Manual),
             SC,
             on_abort(g, AbortReason::Manual),
             fin(g, Outcome::Undefined),
@@ -1167,7 +1167,7 @@ fn execute_from_on_retry_starts_a_new_flow() {
             SC,
             call(g, Cb::Error),
             retry(g, 1),
-            abort_att(g, AbortReason::NewExecution),
+            abort_att(g, 1, AbortReason::NewExecution),
             SC,
             on_abort(g, AbortReason::NewExecution),
             fin(g, Outcome::Undefined),
@@ -1292,7 +1292,7 @@ fn callbacks_that_throw_end_the_flow_or_reject_its_promise() {
     assert_eq!(
         out,
         vec![
-            abort_att(g, AbortReason::Manual),
+            abort_att(g, 1, AbortReason::Manual),
             clear(Timer::Attempt),
             fin(g, Outcome::Thrown)
         ]
@@ -1337,7 +1337,7 @@ fn abort_during_an_execution_timeout_with_retries_on() {
         out,
         vec![
             call(g, Cb::ExecutionTimeout),
-            abort_att(g, AbortReason::Manual),
+            abort_att(g, 1, AbortReason::Manual),
             on_abort(g, AbortReason::Manual),
             fin(g, Outcome::Undefined),
         ]

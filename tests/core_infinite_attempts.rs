@@ -51,7 +51,7 @@ fn infinite_attempts_end_at_the_total_deadline() {
     assert_eq!(
         out,
         vec![
-            abort_att(g, AbortReason::TotalTimeout),
+            abort_att(g, 3, AbortReason::TotalTimeout),
             fin(g, Outcome::Undefined)
         ]
     );

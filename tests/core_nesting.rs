@@ -8,7 +8,7 @@ use common::*;
 
 /// A flow of `h` started inside another retryer's running attempt.
 fn execute_inside(h: &mut Host, forbids: bool) -> u32 {
-    h.m.execute_within(h.now, false, Some(forbids))
+    h.m.execute_within(h.now, false, Some(forbids), true)
 }
 
 #[test]

@@ -472,6 +472,7 @@ fn drain_answering(h: &mut Host, t: &mut Track) {
                 Eval::MaxWait => Provided::Number(400.0),
                 Eval::RetryAfter => Provided::Nothing,
                 Eval::Backoff => Provided::Number(30.0),
+                Eval::Hedge => Provided::Number(40.0),
             };
             if let Some(l) = t.limit.get_mut(&gen) {
                 *l = l.max(4.0);

@@ -65,7 +65,7 @@ fn retry_after_past_the_remaining_deadline_is_a_total_timeout_at_once() {
             retry(g, 1),
             call(g, Cb::Settled),
             call(g, Cb::TotalExecutionTimeout),
-            abort_att(g, AbortReason::TotalTimeout),
+            abort_att(g, 1, AbortReason::TotalTimeout),
             clear(Timer::Total),
             on_abort(g, AbortReason::TotalTimeout),
             fin(g, Outcome::Undefined),

@@ -105,7 +105,7 @@ fn should_retry_is_asked_for_a_timed_out_attempt_when_it_counts_as_failed() {
     let g = h.execute();
     h.drain();
     let out = h.advance(100.0);
-    assert_eq!(out, vec![time_out(g), eval(g, Eval::ShouldRetry, 1)]);
+    assert_eq!(out, vec![time_out(g, 1), eval(g, Eval::ShouldRetry, 1)]);
     h.provide(g, Provided::Bool(false));
     assert_eq!(
         h.drain(),

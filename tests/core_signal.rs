@@ -77,7 +77,7 @@ fn outside_signal_aborted_during_a_wait() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g, AbortReason::Signal),
+            abort_att(g, 1, AbortReason::Signal),
             clear(Timer::Wait),
             Effect::Unlisten { gen: g },
             on_abort(g, AbortReason::Signal),
@@ -94,7 +94,7 @@ fn outside_signal_aborted_during_a_wait() {
     assert_eq!(
         h.drain(),
         vec![
-            abort_att(g, AbortReason::Signal),
+            abort_att(g, 1, AbortReason::Signal),
             Effect::Unlisten { gen: g },
             on_abort(g, AbortReason::Signal),
             fin(g, Outcome::Undefined),
@@ -128,7 +128,7 @@ fn outside_signal_already_aborted_calls_nothing() {
     assert_eq!(
         out,
         vec![
-            abort_att(g1, AbortReason::NewExecution),
+            abort_att(g1, 1, AbortReason::NewExecution),
             clear(Timer::Total),
             Effect::Unlisten { gen: g1 },
             SC,

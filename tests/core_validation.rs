@@ -95,6 +95,12 @@ fn every_bad_value_is_a_type_or_range_error_naming_the_option() {
         (Opt::Seed, n(inf), R, X::FiniteNumber),
         (Opt::Seed, Raw::Str("1"), T, X::FiniteNumber),
         (Opt::RetryOnExecutionTimeout, n(1.0), T, X::Boolean),
+        (Opt::Hedge, n(-1.0), R, X::NonNegativeNumber),
+        (Opt::Hedge, n(nan), R, X::NonNegativeNumber),
+        (Opt::Hedge, n(-inf), R, X::NonNegativeNumber),
+        (Opt::Hedge, Raw::Str("50"), T, X::NumberOrFunction),
+        (Opt::Hedge, Raw::Bool(true), T, X::NumberOrFunction),
+        (Opt::Hedge, Raw::Null, T, X::NumberOrFunction),
     ];
     for (opt, raw, kind, expect) in cases {
         let want = match expect {
@@ -163,6 +169,11 @@ fn good_values_are_accepted() {
         (Opt::Budget, Raw::Budget(0)),
         (Opt::Seed, n(-3.25)),
         (Opt::RetryOnExecutionTimeout, Raw::Bool(true)),
+        (Opt::Hedge, n(0.0)),
+        (Opt::Hedge, n(50.0)),
+        (Opt::Hedge, n(f64::INFINITY)),
+        (Opt::Hedge, Raw::Function),
+        (Opt::OnHedge, Raw::Function),
     ];
     for (opt, raw) in ok {
         assert!(try_policy(&[(opt, raw)]).is_ok(), "{opt:?} = {raw:?}");
@@ -208,6 +219,42 @@ fn cross_option_rules() {
     assert_eq!(
         p.finish().unwrap_err().expect,
         Expect::InfinityNeedsTotalDeadline
+    );
+    // SPEC §2c rule 1: with `hedge`, maxAttempts must be finite, whatever
+    // the total deadline, in either order; a dynamic one is checked when
+    // it answers.
+    for opts in [
+        [
+            (Opt::Hedge, Raw::Number(50.0)),
+            (Opt::MaxAttempts, inf),
+            (Opt::MaxTotalExecutionTime, Raw::Number(1000.0)),
+        ],
+        [
+            (Opt::MaxTotalExecutionTime, Raw::Number(1000.0)),
+            (Opt::MaxAttempts, inf),
+            (Opt::Hedge, Raw::Function),
+        ],
+    ] {
+        let e = try_policy(&opts).unwrap_err();
+        assert_eq!(
+            (e.kind, e.opt, e.expect),
+            (ErrorKind::Range, Opt::MaxAttempts, Expect::FiniteWithHedge)
+        );
+    }
+    assert!(try_policy(&[
+        (Opt::Hedge, Raw::Number(50.0)),
+        (Opt::MaxAttempts, Raw::Function)
+    ])
+    .is_ok());
+    let mut p = policy(&[(Opt::Hedge, Raw::Number(50.0))]);
+    p.set(Opt::MaxAttempts, inf).unwrap();
+    p.set(Opt::MaxTotalExecutionTime, Raw::Number(1000.0))
+        .unwrap();
+    assert_eq!(p.finish().unwrap_err().expect, Expect::FiniteWithHedge);
+    p.set(Opt::Hedge, Raw::Undefined).unwrap();
+    assert!(
+        p.finish().is_ok(),
+        "without hedge, Infinity is allowed again"
     );
 }
 
@@ -304,6 +351,8 @@ fn undefined_means_not_set() {
         (Opt::Nested, Raw::Str("passthrough")),
         (Opt::InnerRetries, Raw::Bool(false)),
         (Opt::OnBackoff, Raw::Function),
+        (Opt::Hedge, n(50.0)),
+        (Opt::OnHedge, Raw::Function),
     ];
     assert_eq!(non_default.len(), ALL_OPTS.len());
     for (opt, raw) in non_default {

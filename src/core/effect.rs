@@ -13,9 +13,11 @@ use super::options::{Cb, Opt};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Timer {
-    /// The backoff wait before the next attempt.
+    /// The backoff wait before the next attempt; in a hedged flow, when the
+    /// next attempt starts (its hedge time, or the end of a server hint).
     Wait = 0,
-    /// The deadline of the running attempt (`maxExecutionTime`).
+    /// The deadline of the running attempt (`maxExecutionTime`); in a
+    /// hedged flow, the earliest deadline among the running attempts.
     Attempt = 1,
     /// The deadline of the whole flow (`maxTotalExecutionTime`).
     Total = 2,
@@ -138,6 +140,8 @@ pub enum Eval {
     RetryAfter = 5,
     /// `backoff(attempt, retryer)`.
     Backoff = 6,
+    /// `hedge(attempt, retryer)`.
+    Hedge = 7,
 }
 
 impl Eval {
@@ -151,6 +155,7 @@ impl Eval {
             Eval::MaxWait => Opt::MaxWait,
             Eval::RetryAfter => Opt::RetryAfter,
             Eval::Backoff => Opt::Backoff,
+            Eval::Hedge => Opt::Hedge,
         }
     }
 }
@@ -199,12 +204,22 @@ pub enum Effect {
     StartTimer { gen: u32, timer: Timer, ms: f64 },
     /// Clear `timer` if it is running.
     ClearTimer { timer: Timer },
-    /// Abort the running attempt's signal with an `AbortError` naming
-    /// `reason`.
-    AbortAttempt { gen: u32, reason: AbortReason },
-    /// The running attempt ran past `maxExecutionTime`: abort its signal
+    /// Flow `gen` is aborted for `reason`: abort the signal of attempt
+    /// `attempt` (running, or the last one before a wait) with an
+    /// `AbortError` naming `reason`. A hedged flow gets one for each of its
+    /// running attempts.
+    AbortAttempt {
+        gen: u32,
+        attempt: u32,
+        reason: AbortReason,
+    },
+    /// Attempt `attempt` ran past `maxExecutionTime`: abort its signal
     /// with a `TimeoutError`, which also becomes the flow's error.
-    TimeOut { gen: u32 },
+    TimeOut { gen: u32, attempt: u32 },
+    /// Attempt `attempt` of a hedged flow lost: another one settled the
+    /// flow. Abort its signal with an `AbortError`; whatever it does later
+    /// is ignored, and it runs no callback.
+    CancelAttempt { gen: u32, attempt: u32 },
     /// Run callback `cb`; `arg` is the attempt for `onRetry`, the
     /// [`AbortReason`] for `onAbort`, the [`GiveUp`] for `onGiveUp`.
     Call { gen: u32, cb: Cb, arg: u32 },
@@ -214,6 +229,14 @@ pub enum Effect {
         gen: u32,
         attempt: u32,
         delay: f64,
+        elapsed: f64,
+    },
+    /// Attempt `attempt` of a hedged flow starts while `running` earlier
+    /// ones still run, `elapsed` ms after `execute()` (`onHedge`).
+    Hedge {
+        gen: u32,
+        attempt: u32,
+        running: u32,
         elapsed: f64,
     },
     /// Evaluate an option's function and answer with `provide`.
@@ -240,9 +263,11 @@ impl Effect {
             Effect::Invoke { gen, .. }
             | Effect::StartTimer { gen, .. }
             | Effect::AbortAttempt { gen, .. }
-            | Effect::TimeOut { gen }
+            | Effect::TimeOut { gen, .. }
+            | Effect::CancelAttempt { gen, .. }
             | Effect::Call { gen, .. }
             | Effect::Backoff { gen, .. }
+            | Effect::Hedge { gen, .. }
             | Effect::Eval { gen, .. }
             | Effect::Gate { gen, .. }
             | Effect::Listen { gen }

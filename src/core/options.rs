@@ -61,10 +61,12 @@ pub enum Opt {
     Nested,
     InnerRetries,
     OnBackoff,
+    Hedge,
+    OnHedge,
 }
 
 /// Every option, in discriminant order.
-pub const ALL_OPTS: [Opt; 31] = [
+pub const ALL_OPTS: [Opt; 33] = [
     Opt::MaxAttempts,
     Opt::Backoff,
     Opt::BaseWait,
@@ -96,6 +98,8 @@ pub const ALL_OPTS: [Opt; 31] = [
     Opt::Nested,
     Opt::InnerRetries,
     Opt::OnBackoff,
+    Opt::Hedge,
+    Opt::OnHedge,
 ];
 
 impl Opt {
@@ -144,6 +148,8 @@ impl Opt {
             Opt::Nested => "nested",
             Opt::InnerRetries => "innerRetries",
             Opt::OnBackoff => "onBackoff",
+            Opt::Hedge => "hedge",
+            Opt::OnHedge => "onHedge",
         }
     }
 
@@ -160,6 +166,7 @@ impl Opt {
             Opt::OnTotalExecutionTimeout => Cb::TotalExecutionTimeout,
             Opt::OnGiveUp => Cb::GiveUp,
             Opt::OnBackoff => Cb::Backoff,
+            Opt::OnHedge => Cb::Hedge,
             _ => return None,
         })
     }
@@ -180,6 +187,7 @@ pub enum Cb {
     TotalExecutionTimeout,
     GiveUp,
     Backoff,
+    Hedge,
 }
 
 impl Cb {
@@ -200,6 +208,7 @@ impl Cb {
             Cb::TotalExecutionTimeout => Opt::OnTotalExecutionTimeout,
             Cb::GiveUp => Opt::OnGiveUp,
             Cb::Backoff => Opt::OnBackoff,
+            Cb::Hedge => Opt::OnHedge,
         }
     }
 }
@@ -261,6 +270,7 @@ pub enum Expect {
     AbortSignal,
     NumberOrFunction,
     NestedValue,
+    FiniteWithHedge,
 }
 
 impl Expect {
@@ -291,6 +301,7 @@ impl Expect {
             Expect::AbortSignal => "an AbortSignal",
             Expect::NumberOrFunction => "a number or a function",
             Expect::NestedValue => "'retry' or 'passthrough'",
+            Expect::FiniteWithHedge => "finite when hedge is set",
         }
     }
 }
@@ -420,6 +431,10 @@ pub struct Policy {
     /// `innerRetries` (default true): false makes every retryer started
     /// inside this one's attempts pass through.
     pub inner_retries: bool,
+    /// `hedge` (default not set): ms from the start of an attempt to the
+    /// start of the next one, while the earlier ones keep running (SPEC
+    /// §2c); `Dynamic` asks `hedge(attempt, retryer)` after each start.
+    pub hedge: Option<Num>,
     /// `initialState`, applied once at construction (see
     /// [`Policy::initial`]). Boxed and `None` when not given: a policy can
     /// be shared by many machines, and the smaller it is the less each
@@ -452,6 +467,7 @@ impl Default for Policy {
             retry_on_execution_timeout: false,
             nested: Nested::Retry,
             inner_retries: true,
+            hedge: None,
             initial_state: None,
         }
     }
@@ -684,6 +700,14 @@ impl Policy {
                     _ => return Err(type_err(Expect::NestedValue)),
                 };
             }
+            Opt::Hedge => {
+                self.hedge = match raw {
+                    Raw::Undefined => None,
+                    Raw::Function => Some(Num::Dynamic),
+                    Raw::Number(v) => Some(Num::Static(check_non_negative(v).map_err(range_err)?)),
+                    _ => return Err(type_err(Expect::NumberOrFunction)),
+                };
+            }
             // Callbacks were handled above.
             _ => {}
         }
@@ -750,6 +774,13 @@ impl Policy {
     /// Cross-option checks, run once every option of a call has been set.
     pub fn finish(&self) -> Result<(), OptionError> {
         let infinite = self.max_attempts == Num::Static(f64::INFINITY);
+        if infinite && self.hedge.is_some() {
+            return Err(OptionError::new(
+                ErrorKind::Range,
+                Opt::MaxAttempts,
+                Expect::FiniteWithHedge,
+            ));
+        }
         if infinite && self.intervals.is_some() {
             return Err(OptionError::new(
                 ErrorKind::Range,
@@ -916,7 +947,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_are_none() {
-        assert_eq!(Opt::from_id(31), None);
+        assert_eq!(Opt::from_id(ALL_OPTS.len() as u32), None);
         assert_eq!(Opt::from_id(u32::MAX), None);
         for (i, o) in ALL_OPTS.iter().enumerate() {
             assert_eq!(Opt::from_id(i as u32), Some(*o));

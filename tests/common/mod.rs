@@ -125,11 +125,18 @@ pub fn wait(gen: u32, ms: f64) -> Effect {
 pub fn clear(timer: Timer) -> Effect {
     Effect::ClearTimer { timer }
 }
-pub fn abort_att(gen: u32, reason: AbortReason) -> Effect {
-    Effect::AbortAttempt { gen, reason }
+pub fn abort_att(gen: u32, attempt: u32, reason: AbortReason) -> Effect {
+    Effect::AbortAttempt {
+        gen,
+        attempt,
+        reason,
+    }
 }
-pub fn time_out(gen: u32) -> Effect {
-    Effect::TimeOut { gen }
+pub fn time_out(gen: u32, attempt: u32) -> Effect {
+    Effect::TimeOut { gen, attempt }
+}
+pub fn cancel(gen: u32, attempt: u32) -> Effect {
+    Effect::CancelAttempt { gen, attempt }
 }
 pub fn eval(gen: u32, what: Eval, attempt: u32) -> Effect {
     Effect::Eval { gen, what, attempt }
@@ -258,7 +265,10 @@ impl Host {
 
     /// Pops one effect, carries it out on the fake host, and checks it.
     pub fn pop(&mut self) -> Option<Effect> {
-        let e = self.m.next_effect()?;
+        let e = {
+            let mut b = self.budgets.borrow_mut();
+            self.m.next_effect(&mut *b)?
+        };
         if let Some(g) = effect_gen(&e) {
             assert!(
                 !self.finished.contains_key(&g),
@@ -306,6 +316,8 @@ impl Host {
             }
             Effect::AbortAttempt { .. }
             | Effect::TimeOut { .. }
+            | Effect::CancelAttempt { .. }
+            | Effect::Hedge { .. }
             | Effect::Call { .. }
             | Effect::Eval { .. }
             | Effect::Gate { .. } => {}
@@ -328,6 +340,7 @@ impl Host {
             let called = match e {
                 Effect::Call { cb, .. } => Some(cb),
                 Effect::Backoff { .. } => Some(Cb::Backoff),
+                Effect::Hedge { .. } => Some(Cb::Hedge),
                 _ => None,
             };
             if let Some(cb) = called {
@@ -403,7 +416,7 @@ impl Host {
     }
 
     pub fn answer_gate(&mut self, gen: u32, attempt: u32, answer: Provided) {
-        self.m.answer_gate(gen, attempt, answer);
+        self.m.answer_gate(gen, attempt, answer, self.now);
     }
 
     pub fn threw(&mut self, gen: u32) {

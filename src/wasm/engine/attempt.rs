@@ -24,6 +24,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether the attempts of a flow may overlap when its policy has
+    /// `hedge` (SPEC §2c). Not yet for a fetch: which requests may be sent
+    /// twice at once, and what becomes of a losing response, are
+    /// `retryFetch`'s own rules (§2c rule 10).
+    pub fn hedges(&self) -> bool {
+        matches!(self, Kind::Function { .. })
+    }
+
     /// Whether a function is called with no arguments.
     pub fn no_args(&self) -> bool {
         matches!(self, Kind::Function { no_args: true })

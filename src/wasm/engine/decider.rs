@@ -11,7 +11,7 @@ use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
 use crate::core::budget::{Budget, Budgets};
-use crate::core::effect::{Provided, Timer};
+use crate::core::effect::{Effect, Provided, Timer};
 use crate::core::machine::Machine;
 use crate::core::options::Policy;
 
@@ -78,8 +78,8 @@ impl Decider {
         Ok(f(&m))
     }
 
-    /// Feeds the machine an input stamped `now`, lending it the budget.
-    pub fn feed(&self, input: Input, now: f64) -> Result<(), InUse> {
+    /// Runs `f` on the machine, lending it the budget.
+    fn lending<T>(&self, f: impl FnOnce(&mut Machine, &mut Lent<'_>) -> T) -> Result<T, InUse> {
         let budget = self.budget.take();
         self.budget.set(budget.clone());
         let mut lent = match &budget {
@@ -87,7 +87,18 @@ impl Decider {
             None => None,
         };
         let b = &mut Lent(lent.as_deref_mut());
-        self.with(|m| match input {
+        self.with(|m| f(m, b))
+    }
+
+    /// The next effect to carry out (a step the machine takes on the way
+    /// may start a hedged attempt, which asks the budget).
+    pub fn next_effect(&self) -> Result<Option<Effect>, InUse> {
+        self.lending(|m, b| m.next_effect(b))
+    }
+
+    /// Feeds the machine an input stamped `now`, lending it the budget.
+    pub fn feed(&self, input: Input, now: f64) -> Result<(), InUse> {
+        self.lending(|m, b| match input {
             Input::Ok { gen, attempt } => m.attempt_ok(gen, attempt, now, b),
             Input::Err {
                 gen,

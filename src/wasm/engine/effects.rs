@@ -28,6 +28,10 @@ impl From<InUse> for JsValue {
     }
 }
 
+/// Why a hedged flow's losing attempt is aborted (its `AbortError`'s
+/// message).
+const LOST: &str = "another attempt settled the flow";
+
 fn missing(what: &str) -> JsValue {
     errors::internal(what)
 }
@@ -42,7 +46,9 @@ impl Run {
                 let Some(exec) = self.find(gen) else {
                     return Ok(());
                 };
-                exec.keep_controller_of(attempt);
+                exec.begin(attempt, |a| {
+                    d.read(|m| m.is_running(gen, a)).unwrap_or(false)
+                });
                 let classify = || wakeups::fetched(self.at, gen);
                 let promise: JsValue = match exec.kind.fetch(|| exec.signal(attempt), classify) {
                     Some(p) => p.into(),
@@ -71,22 +77,27 @@ impl Run {
                 self.timers.set(timer, id);
             }
             Effect::ClearTimer { timer } => self.timers.clear(timer),
-            Effect::AbortAttempt { gen, reason } => {
+            // The flow ends: every signal it handed out aborts (the first
+            // of a hedged flow's aborts finds them all).
+            Effect::AbortAttempt { gen, reason, .. } => {
                 if let Some(exec) = self.find(gen) {
                     exec.kind.aborted(reason);
-                    if exec.has_controller() {
-                        exec.abort_signal(&errors::abort_error(reason.name()));
-                    }
+                    exec.abort_signal(None, || errors::abort_error(reason.name()));
                 }
             }
-            Effect::TimeOut { gen } => {
+            Effect::TimeOut { gen, attempt } => {
                 if let Some(exec) = self.find(gen) {
                     exec.kind.aborted(AbortReason::ExecutionTimeout);
                     let limit = d.read(|m| m.policy().max_execution_time)?;
                     let error = errors::timeout_error(limit);
                     exec.set_value(error.clone());
                     observers::keep_error(me, &error);
-                    exec.abort_signal(&error);
+                    exec.abort_signal(Some(attempt), || error);
+                }
+            }
+            Effect::CancelAttempt { gen, attempt } => {
+                if let Some(exec) = self.find(gen) {
+                    exec.abort_signal(Some(attempt), || errors::abort_error(LOST));
                 }
             }
             Effect::Call { gen, cb, arg } => {
@@ -108,6 +119,18 @@ impl Run {
                     }
                 }
             }
+            Effect::Hedge {
+                gen,
+                attempt,
+                running,
+                elapsed,
+            } => {
+                if let Some(exec) = self.find(gen) {
+                    if user_code::hedge(me, &exec, attempt, running, elapsed).is_err() {
+                        d.with(|m| m.callback_threw(gen))?;
+                    }
+                }
+            }
             Effect::Eval { gen, what, attempt } => {
                 if let Some(exec) = self.find(gen) {
                     let value = user_code::evaluate(me, &exec, what, attempt);
@@ -125,7 +148,9 @@ impl Run {
                             return Err(missing("gate reactions"));
                         }
                     }
-                    None => d.with(|m| m.answer_gate(gen, attempt, Provided::Bool(true)))?,
+                    None => d.with(|m| {
+                        m.answer_gate(gen, attempt, Provided::Bool(true), js_sys::Date::now())
+                    })?,
                 }
             }
             Effect::Listen { gen } => {
@@ -151,7 +176,7 @@ impl Run {
                 // reachable, and resolving with a thenable reads its `then`
                 // (user code).
                 if let Some(exec) = self.take(gen) {
-                    nesting::forget(exec.token.take());
+                    exec.forget_tokens();
                     let value = match outcome {
                         Outcome::Invalid(opt) => errors::dynamic_error(opt, &exec.invalid.take()),
                         Outcome::Thrown => exec.take_thrown(),
@@ -218,7 +243,7 @@ impl Run {
         if answer == Provided::Threw {
             exec.threw(value.clone());
         }
-        d.with(|m| m.answer_gate(gen, attempt, answer))
+        d.with(|m| m.answer_gate(gen, attempt, answer, js_sys::Date::now()))
     }
 
     /// Ends every execution with `error` (an internal error): the caller
@@ -226,7 +251,7 @@ impl Run {
     pub fn fail_all(&self, error: &JsValue) {
         let rejected: JsValue = Promise::reject(error).into();
         for exec in self.take_all() {
-            nesting::forget(exec.token.take());
+            exec.forget_tokens();
             exec.resolve(&rejected);
         }
     }

@@ -4,6 +4,7 @@
 //! Fields are `Cell`s: a value is taken out, used, and put back, so no
 //! borrow exists to be held while JavaScript runs.
 
+use alloc::vec::Vec;
 use core::cell::Cell;
 
 use js_sys::{Array, Function};
@@ -11,7 +12,16 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortController, AbortSignal};
 
 use super::super::js;
+use super::super::nesting;
 use super::attempt::Kind;
+
+/// What was made for one attempt: its `AbortController`, once its signal
+/// was asked for, and the token of its nesting context (0: none).
+struct Made {
+    attempt: u32,
+    controller: Option<AbortController>,
+    token: u32,
+}
 
 /// A flow's JavaScript side.
 pub struct Execution {
@@ -32,13 +42,12 @@ pub struct Execution {
     /// The last value an option function returned, for the `RangeError`
     /// when the machine refuses it.
     pub invalid: Cell<JsValue>,
-    /// The running attempt's controller and its attempt number, made when
-    /// `getAbortSignal()` first asks during that attempt (or a fetch needs
-    /// its signal).
-    controller: Cell<Option<(u32, AbortController)>>,
-    /// The token of the last attempt's context, while attempts are tracked
-    /// for nesting (0: none).
-    pub token: Cell<u32>,
+    /// What was made for the attempts that may still need it: the running
+    /// ones (a hedged flow has several), the last one before a wait, or the
+    /// next one when `getAbortSignal()` asks during a wait. Empty (and not
+    /// allocated) until `getAbortSignal()` asks, a fetch needs a signal or
+    /// attempts are tracked for nesting.
+    made: Cell<Vec<Made>>,
 }
 
 impl Execution {
@@ -51,8 +60,7 @@ impl Execution {
             value: Cell::new(JsValue::UNDEFINED),
             thrown: Cell::new(None),
             invalid: Cell::new(JsValue::UNDEFINED),
-            controller: Cell::new(None),
-            token: Cell::new(0),
+            made: Cell::new(Vec::new()),
         }
     }
 
@@ -97,44 +105,82 @@ impl Execution {
         }
     }
 
+    /// Attempt `attempt` is invoked: what was made for attempts that no
+    /// longer run (`running` says which still do) is let go.
+    pub fn begin(&self, attempt: u32, running: impl Fn(u32) -> bool) {
+        let mut made = self.made.take();
+        if !made.is_empty() {
+            made.retain(|m| {
+                let keep = m.attempt == attempt || running(m.attempt);
+                if !keep {
+                    nesting::forget(m.token);
+                }
+                keep
+            });
+        }
+        self.made.set(made);
+    }
+
+    /// Runs `f` on what was made for attempt `attempt`, making the entry if
+    /// needed.
+    fn with_made<T>(&self, attempt: u32, f: impl FnOnce(&mut Made) -> T) -> Option<T> {
+        let mut made = self.made.take();
+        if !made.iter().any(|m| m.attempt == attempt) {
+            made.push(Made {
+                attempt,
+                controller: None,
+                token: 0,
+            });
+        }
+        let out = made.iter_mut().find(|m| m.attempt == attempt).map(f);
+        self.made.set(made);
+        out
+    }
+
     /// The signal of attempt `attempt`, making its controller if needed.
     pub fn signal(&self, attempt: u32) -> Option<AbortSignal> {
-        let kept = self.controller.take().filter(|(a, _)| *a == attempt);
-        let (a, ctrl) = match kept {
-            Some(k) => k,
-            None => (attempt, AbortController::new().ok()?),
-        };
-        let signal = ctrl.signal();
-        self.controller.set(Some((a, ctrl)));
-        Some(signal)
+        self.with_made(attempt, |m| {
+            if m.controller.is_none() {
+                m.controller = AbortController::new().ok();
+            }
+            m.controller.as_ref().map(AbortController::signal)
+        })?
     }
 
-    /// Whether the running attempt's controller was made.
-    pub fn has_controller(&self) -> bool {
-        let c = self.controller.take();
-        let has = c.is_some();
-        self.controller.set(c);
-        has
+    /// Keeps `token` as the nesting context of attempt `attempt`.
+    pub fn set_token(&self, attempt: u32, token: u32) {
+        let old = self.with_made(attempt, |m| core::mem::replace(&mut m.token, token));
+        nesting::forget(old.unwrap_or(0));
     }
 
-    /// Drops the controller of an attempt other than `attempt`.
-    pub fn keep_controller_of(&self, attempt: u32) {
-        let kept = self.controller.take().filter(|(a, _)| *a == attempt);
-        self.controller.set(kept);
+    /// Forgets every nesting context of the flow: it settles.
+    pub fn forget_tokens(&self) {
+        let made = self.made.take();
+        for m in &made {
+            nesting::forget(m.token);
+        }
+        self.made.set(made);
     }
 
-    /// Aborts the running attempt's signal with `reason`, if anyone asked
-    /// for it (its listeners run now).
-    pub fn abort_signal(&self, reason: &JsValue) {
-        let Some((a, ctrl)) = self.controller.take() else {
+    /// Aborts the signal of attempt `attempt` with `reason()`, if anyone
+    /// asked for it (its listeners run now); with `None`, every signal the
+    /// flow handed out (it ends).
+    pub fn abort_signal(&self, attempt: Option<u32>, reason: impl FnOnce() -> JsValue) {
+        let made = self.made.take();
+        // Put back before aborting: a listener may ask for a signal again.
+        let pending: Vec<AbortController> = made
+            .iter()
+            .filter(|m| attempt.is_none_or(|a| m.attempt == a))
+            .filter_map(|m| m.controller.clone())
+            .filter(|c| !c.signal().aborted())
+            .collect();
+        self.made.set(made);
+        if pending.is_empty() {
             return;
-        };
-        let signal = ctrl.signal();
-        let pending = !signal.aborted();
-        // Put back before aborting: a listener may ask for the signal again.
-        self.controller.set(Some((a, ctrl.clone())));
-        if pending {
-            ctrl.abort_with_reason(reason);
+        }
+        let reason = reason();
+        for c in pending {
+            c.abort_with_reason(&reason);
         }
     }
 }

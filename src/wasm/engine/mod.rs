@@ -46,6 +46,7 @@ use web_sys::AbortSignal;
 use super::errors;
 use super::nesting::{self, Running};
 use super::props;
+use crate::core::budget::NoBudgets;
 use crate::core::effect::{AbortReason, Timer};
 use crate::core::options::{Flag, Policy};
 use crate::core::slots::{Address, Slots};
@@ -137,9 +138,10 @@ impl Engine {
             None
         };
         let now = js_sys::Date::now();
+        let hedges = kind.hedges();
         let started = self
             .decider
-            .with(|m| m.execute_within(now, aborted, inside))
+            .with(|m| m.execute_within(now, aborted, inside, hedges))
             .map_err(JsValue::from)
             .and_then(|gen| {
                 let run = self.run(me)?;
@@ -315,7 +317,7 @@ impl Engine {
         }
         let mut pumping: Option<Rc<Run>> = None;
         let drained = loop {
-            let effect = match self.decider.with(|m| m.next_effect()) {
+            let effect = match self.decider.next_effect() {
                 Ok(Some(effect)) => effect,
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(JsValue::from(e)),
@@ -364,7 +366,7 @@ impl Engine {
     fn break_down(&self, error: &JsValue) {
         let _ = self.decider.with(|m| {
             m.abort(AbortReason::Manual);
-            while m.next_effect().is_some() {}
+            while m.next_effect(&mut NoBudgets).is_some() {}
         });
         if let Some(run) = self.current_run() {
             run.fail_all(error);

@@ -40,7 +40,7 @@ pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nest
             let f = props::get(me, "fn").unwrap_or(JsValue::UNDEFINED);
             let (token, called) =
                 nesting::call_in(n.runner, exec.gen, attempt, n.forbids, &f, me, &exec.args);
-            nesting::forget(exec.token.replace(token));
+            exec.set_token(attempt, token);
             called
         }
         None => {
@@ -91,8 +91,9 @@ pub fn callback(me: &JsValue, exec: &Execution, cb: Cb, arg: u32) -> Result<(), 
             let reason = GiveUp::from_code(arg).unwrap_or(GiveUp::AttemptsExhausted);
             f.call3(o, &exec.value(), &props::key_of(reason.name()), me)
         }
-        // Its own effect, with the wait (`backoff` below).
-        Cb::Backoff => return Ok(()),
+        // Their own effects, with the wait or the start (`backoff` and
+        // `hedge` below).
+        Cb::Backoff | Cb::Hedge => return Ok(()),
     };
     result.map(drop).map_err(|e| exec.threw(e))
 }
@@ -135,6 +136,41 @@ pub fn backoff(
         .map_err(|e| exec.threw(e))
 }
 
+/// What `onHedge` receives about an attempt that starts while others run,
+/// written out by serde-wasm-bindgen.
+#[derive(Serialize)]
+struct HedgeInfo {
+    /// The attempt that starts (2, 3, ...).
+    attempt: u32,
+    /// ms since `execute()`.
+    elapsed: f64,
+    /// How many earlier attempts still run.
+    running: u32,
+}
+
+/// `onHedge({ attempt, elapsed, running }, retryer)`; `Err` as for
+/// [`callback`].
+pub fn hedge(
+    me: &JsValue,
+    exec: &Execution,
+    attempt: u32,
+    running: u32,
+    elapsed: f64,
+) -> Result<(), ()> {
+    let Some((options, f)) = option_fn(me, Opt::OnHedge) else {
+        return Ok(());
+    };
+    let info = HedgeInfo {
+        attempt,
+        elapsed,
+        running,
+    };
+    let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
+    f.call2(&options, &info, me)
+        .map(drop)
+        .map_err(|e| exec.threw(e))
+}
+
 /// The value option `what` has now for `exec` at attempt `attempt`: its
 /// function's answer (a value put in place of the function is taken as it
 /// is, as pacer's `parseFunctionOrValue` does), classified for the core.
@@ -148,7 +184,7 @@ pub fn evaluate(me: &JsValue, exec: &Execution, what: Eval, attempt: u32) -> Pro
                     Eval::ShouldRetry | Eval::RetryAfter => {
                         f.call3(u, &exec.value(), &attempt.into(), me)
                     }
-                    Eval::Backoff => f.call2(u, &attempt.into(), me),
+                    Eval::Backoff | Eval::Hedge => f.call2(u, &attempt.into(), me),
                     _ => f.call1(u, me),
                 }
             }
