@@ -173,12 +173,21 @@ impl Work<'_> {
     /// attempt of a hedged flow, or the one attempt of a flow that does not
     /// hedge when it runs. With `always`, one is named even when none runs
     /// (the last one, before a wait): the host learns the flow was aborted.
-    pub(super) fn abort_attempts(&mut self, flow: &Flow, reason: AbortReason, always: bool) {
+    /// `timed_out`: an attempt whose `TimeOut` the end dropped from the
+    /// queue (a callback before it ended the flow): it is aborted too.
+    pub(super) fn abort_attempts(
+        &mut self,
+        flow: &Flow,
+        reason: AbortReason,
+        always: bool,
+        timed_out: Option<u32>,
+    ) {
         let gen = flow.gen;
         let last = match &flow.hedge {
             Some(h) => {
+                self.drop_timer_starts(gen);
                 let mut none = true;
-                for attempt in h.live() {
+                for attempt in h.live().chain(timed_out) {
                     none = false;
                     self.emit(Effect::AbortAttempt {
                         gen,
@@ -188,7 +197,7 @@ impl Work<'_> {
                 }
                 none && always
             }
-            None => always || matches!(flow.phase, Phase::Attempt),
+            None => always || timed_out.is_some() || matches!(flow.phase, Phase::Attempt),
         };
         if last {
             self.emit(Effect::AbortAttempt {
@@ -203,6 +212,7 @@ impl Work<'_> {
     /// signals abort, and whatever they do later is ignored.
     pub(super) fn cancel_others(&mut self, flow: &Flow, winner: u32) {
         if let Some(h) = &flow.hedge {
+            self.drop_timer_starts(flow.gen);
             for attempt in h.live().filter(|&a| a != winner) {
                 self.emit(Effect::CancelAttempt {
                     gen: flow.gen,
@@ -557,12 +567,34 @@ impl Work<'_> {
     /// Clears `timer` of flow `gen`, whether it is armed or its start is
     /// still queued.
     fn disarm(&mut self, gen: u32, timer: Timer) {
-        let queued = |s: &Step| matches!(s, Step::Out(Effect::StartTimer { gen: g, timer: t, .. }) if *g == gen && *t == timer);
+        self.drop_starts(|g, t| g == gen && t == timer);
+        // A clear of this timer still queued would come after a start that
+        // follows now (what a step queues goes first): it is moved here.
+        let cleared =
+            |s: &Step| matches!(*s, Step::Out(Effect::ClearTimer { timer: t }) if t == timer);
+        let queued = self.b.expanding && self.b.queue.iter().any(cleared);
+        if queued {
+            self.b.queue.retain(|s| !cleared(s));
+            self.emit(Effect::ClearTimer { timer });
+        } else {
+            self.clear_timer(timer);
+        }
+    }
+
+    /// Drops the queued timer starts of hedged flow `gen`, which ends: its
+    /// `Wait` is queued after an `Invoke`, so an attempt can settle (in a
+    /// host that has not drained) before it is armed.
+    fn drop_timer_starts(&mut self, gen: u32) {
+        self.drop_starts(|g, _| g == gen);
+    }
+
+    /// Drops the queued `StartTimer`s that `which(gen, timer)` picks.
+    fn drop_starts(&mut self, which: impl Fn(u32, Timer) -> bool) {
+        let queued = |s: &Step| matches!(*s, Step::Out(Effect::StartTimer { gen, timer, .. }) if which(gen, timer));
         if self.b.head.as_ref().is_some_and(queued) {
             self.b.head = None;
         }
         self.b.queue.retain(|s| !queued(s));
         self.b.front.retain(|s| !queued(s));
-        self.clear_timer(timer);
     }
 }

@@ -93,6 +93,7 @@ impl Work<'_> {
         if let Some(b) = self.c.policy.budget.and_then(|id| budgets.budget(id)) {
             b.record_success();
         }
+        self.drop_behind(gen);
         self.clear_timers();
         self.cancel_others(&flow, attempt);
         self.unlisten(&flow);
@@ -126,6 +127,7 @@ impl Work<'_> {
             let Some(flow) = self.b.flow.take() else {
                 return;
             };
+            self.drop_behind(gen);
             self.clear_timers();
             self.cancel_others(&flow, attempt);
             self.unlisten(&flow);
@@ -192,8 +194,8 @@ impl Work<'_> {
     pub(super) fn callback_threw(&mut self, gen: u32) {
         if self.b.flow.as_ref().map(|f| f.gen) == Some(gen) {
             if let Some(flow) = self.b.flow.take() {
-                self.drop_queued(gen);
-                self.end_quietly(&flow, Outcome::Thrown);
+                let timed_out = self.drop_queued(gen);
+                self.end_quietly(&flow, Outcome::Thrown, timed_out);
             }
             return;
         }
@@ -329,9 +331,9 @@ impl Work<'_> {
             return;
         };
         let gen = flow.gen;
-        self.drop_queued(gen);
+        let timed_out = self.drop_queued(gen);
         self.call(gen, Cb::TotalExecutionTimeout, 0);
-        self.abort_attempts(&flow, AbortReason::TotalTimeout, true);
+        self.abort_attempts(&flow, AbortReason::TotalTimeout, true, timed_out);
         self.clear_timers();
         self.unlisten(&flow);
         self.c.state.is_executing = false;
@@ -345,8 +347,8 @@ impl Work<'_> {
 
     pub(super) fn abort_flow(&mut self, flow: Flow, reason: AbortReason) {
         let gen = flow.gen;
-        self.drop_queued(gen);
-        self.abort_attempts(&flow, reason, true);
+        let timed_out = self.drop_queued(gen);
+        self.abort_attempts(&flow, reason, true, timed_out);
         self.clear_timers();
         self.unlisten(&flow);
         self.c.state.is_executing = false;
@@ -359,9 +361,11 @@ impl Work<'_> {
     }
 
     /// Ends a flow without callbacks (invalid dynamic value, a throwing
-    /// callback or option function); a running attempt is aborted.
-    pub(super) fn end_quietly(&mut self, flow: &Flow, outcome: Outcome) {
-        self.abort_attempts(flow, AbortReason::Manual, false);
+    /// callback or option function); a running attempt is aborted, and
+    /// `timed_out`, one whose `TimeOut` was dropped from the queue.
+    pub(super) fn end_quietly(&mut self, flow: &Flow, outcome: Outcome, timed_out: Option<u32>) {
+        self.drop_behind(flow.gen);
+        self.abort_attempts(flow, AbortReason::Manual, false, timed_out);
         self.clear_timers();
         self.unlisten(flow);
         self.c.state.is_executing = false;
@@ -376,6 +380,7 @@ impl Work<'_> {
     /// `self.b.flow`. In a hedged flow, attempts still running lose.
     pub(super) fn give_up(&mut self, flow: &Flow, reason: GiveUp) {
         let gen = flow.gen;
+        self.drop_behind(gen);
         self.clear_timers();
         self.cancel_others(flow, 0);
         self.unlisten(flow);

@@ -605,7 +605,19 @@ impl Work<'_> {
         }
     }
 
-    fn drop_queued(&mut self, gen: u32) {
+    /// Drops what flow `gen` queued to go on (it ends). Returns the
+    /// attempt of a `TimeOut` dropped, whose signal the end must abort.
+    fn drop_queued(&mut self, gen: u32) -> Option<u32> {
+        let timed_out = self
+            .b
+            .head
+            .iter()
+            .chain(self.b.queue.iter())
+            .chain(self.b.front.iter())
+            .find_map(|s| match *s {
+                Step::Out(Effect::TimeOut { gen: g, attempt }) if g == gen => Some(attempt),
+                _ => None,
+            });
         if matches!(&self.b.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
             self.b.head = None;
         }
@@ -615,6 +627,19 @@ impl Work<'_> {
         self.b
             .front
             .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+        timed_out
+    }
+
+    /// Flow `gen` ends while a step is being expanded: what the step
+    /// queues goes before what was queued after it, so whatever the flow
+    /// still had queued to go on would come after its `Finish`; it is
+    /// dropped. (A host that drains before each input never has any.)
+    fn drop_behind(&mut self, gen: u32) {
+        if self.b.expanding {
+            self.b
+                .queue
+                .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+        }
     }
 
     fn touch(&mut self) {

@@ -163,7 +163,7 @@ impl Work<'_> {
                 Outcome::Invalid(what.opt())
             };
             if let Some(flow) = self.b.flow.take() {
-                self.end_quietly(&flow, outcome);
+                self.end_quietly(&flow, outcome, None);
             }
             return;
         }
