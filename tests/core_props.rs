@@ -1334,11 +1334,11 @@ impl HModel {
                     self.failed_at.push(now);
                 }
                 Effect::CancelAttempt { gen, attempt }
-                | Effect::AbortAttempt { gen, attempt, .. } => {
-                    if gen == self.gen {
-                        prop_assert!(Some(attempt) != self.won, "the winner cancelled");
-                        self.live.remove(&attempt);
-                    }
+                | Effect::AbortAttempt { gen, attempt, .. }
+                    if gen == self.gen =>
+                {
+                    prop_assert!(Some(attempt) != self.won, "the winner cancelled");
+                    self.live.remove(&attempt);
                 }
                 Effect::Finish { gen, outcome } if gen == self.gen => {
                     prop_assert!(
