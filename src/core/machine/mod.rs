@@ -618,15 +618,7 @@ impl Work<'_> {
                 Step::Out(Effect::TimeOut { gen: g, attempt }) if g == gen => Some(attempt),
                 _ => None,
             });
-        if matches!(&self.b.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
-            self.b.head = None;
-        }
-        self.b
-            .queue
-            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
-        self.b
-            .front
-            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+        self.purge(false, &|s| s.gen() == Some(gen) && s.is_progress());
         timed_out
     }
 
@@ -636,10 +628,25 @@ impl Work<'_> {
     /// dropped. (A host that drains before each input never has any.)
     fn drop_behind(&mut self, gen: u32) {
         if self.b.expanding {
-            self.b
-                .queue
-                .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+            self.purge(true, &|s| s.gen() == Some(gen) && s.is_progress());
         }
+    }
+
+    /// Drops the queued steps `drop` picks: only those queued after the
+    /// step being expanded with `behind`, else all. Returns whether any
+    /// was. (One function, not a `retain` per caller: each would be its
+    /// own copy in the module.)
+    #[inline(never)]
+    fn purge(&mut self, behind: bool, drop: &dyn Fn(&Step) -> bool) -> bool {
+        let before = self.b.queue.len() + self.b.front.len() + usize::from(self.b.head.is_some());
+        if !behind {
+            if self.b.head.as_ref().is_some_and(drop) {
+                self.b.head = None;
+            }
+            self.b.front.retain(|s| !drop(s));
+        }
+        self.b.queue.retain(|s| !drop(s));
+        before != self.b.queue.len() + self.b.front.len() + usize::from(self.b.head.is_some())
     }
 
     fn touch(&mut self) {
