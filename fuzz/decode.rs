@@ -19,13 +19,19 @@
 // machine: no panic; at most one `Finish` per generation and no effect of
 //   a generation after its `Finish` or before it started; attempts of a
 //   flow invoked as 1, 2, 3 ... and never past a static finite
-//   maxAttempts (or intervals + 1); every timer finite, in [0, 2^31-1];
-//   `onAbort`/`onGiveUp` reasons in range; no `Listen` twice; budget
-//   tokens within [0, maxTokens]; at most 10,000 effects from one input;
-//   after a wind-down (answer every question, abort) every execute() has
-//   settled. While every input is one a real host could send, also: no
-//   `StartTimer` over a live timer, and with no flow active nothing is
-//   left behind (no live timer, no signal listener, not isExecuting).
+//   maxAttempts (or intervals + 1), hedged or not; every timer finite, in
+//   [0, 2^31-1]; `onAbort`/`onGiveUp` reasons in range; `onHedge` of an
+//   attempt after the first, with at least one earlier one running; no
+//   `Listen` twice; budget tokens within [0, maxTokens]; at most 10,000
+//   effects from one input; after a wind-down (answer every question,
+//   abort) every execute() has settled. While every input is one a real
+//   host could send, also: no `StartTimer` over a live timer; no attempt
+//   outlives its flow (each invoked attempt is settled, timed out,
+//   cancelled or aborted before its flow's `Finish`); and with no flow
+//   active nothing is left behind (no live timer, no signal listener,
+//   not isExecuting). Hedged flows come from policies with `hedge` (a
+//   staged option like any other); bit 4 of an `execute()` outside any
+//   attempt says the host does not let that flow hedge.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -640,6 +646,10 @@ pub struct MachineRun {
     pub timers: u32,
     pub calls: u32,
     pub evals: u32,
+    /// `onHedge` effects: attempts started while others ran.
+    pub hedges: u32,
+    /// Losing attempts cancelled.
+    pub cancels: u32,
     /// Every input was one a real host could send, so the leak checks ran.
     pub realistic: bool,
 }
@@ -657,6 +667,10 @@ struct Sim {
     invoked: BTreeMap<u32, u32>,
     /// Invoked attempts whose promise has not settled.
     open_attempts: Vec<(u32, u32)>,
+    /// Invoked attempts the machine still owns: not taken back by a
+    /// settlement it accepted, nor let go with an `AbortAttempt`,
+    /// `CancelAttempt` or `TimeOut`.
+    owned: BTreeSet<(u32, u32)>,
     /// Popped `Eval`s not answered yet.
     open_evals: Vec<(u32, Eval)>,
     /// Popped `Gate`s (generation, attempt) not answered yet.
@@ -680,6 +694,7 @@ impl Sim {
             finished: BTreeSet::new(),
             invoked: BTreeMap::new(),
             open_attempts: Vec::new(),
+            owned: BTreeSet::new(),
             open_evals: Vec::new(),
             open_gates: Vec::new(),
             wheel: [None; 3],
@@ -720,6 +735,11 @@ impl Sim {
                 self.run.finishes += 1;
                 self.finished.insert(gen);
                 self.open_attempts.retain(|&(g, _)| g != gen);
+                if self.realistic {
+                    let left: Vec<_> = self.owned.iter().filter(|(g, _)| *g == gen).collect();
+                    assert!(left.is_empty(), "gen {gen} finished, attempts {left:?} live");
+                }
+                self.owned.retain(|&(g, _)| g != gen);
             }
             Effect::Invoke { gen, attempt } => {
                 let prev = self.invoked.insert(gen, attempt).unwrap_or(0);
@@ -737,6 +757,24 @@ impl Sim {
                 self.run.invokes += 1;
                 self.run.highest_attempt = self.run.highest_attempt.max(attempt);
                 self.open_attempts.push((gen, attempt));
+                self.owned.insert((gen, attempt));
+            }
+            Effect::AbortAttempt { gen, attempt, .. } | Effect::TimeOut { gen, attempt } => {
+                self.owned.remove(&(gen, attempt));
+            }
+            Effect::CancelAttempt { gen, attempt } => {
+                self.run.cancels += 1;
+                self.owned.remove(&(gen, attempt));
+            }
+            Effect::Hedge {
+                attempt, running, ..
+            } => {
+                assert!(
+                    attempt >= 2 && running >= 1 && running < attempt,
+                    "onHedge of attempt {attempt} with {running} running"
+                );
+                self.run.hedges += 1;
+                self.run.calls += 1;
             }
             Effect::StartTimer { gen, timer, ms } => {
                 assert!(
@@ -784,11 +822,7 @@ impl Sim {
                 self.run.evals += 1;
                 self.open_gates.push((gen, attempt));
             }
-            Effect::AbortAttempt { .. }
-            | Effect::TimeOut { .. }
-            | Effect::CancelAttempt { .. }
-            | Effect::Hedge { .. }
-            | Effect::StateChanged => {}
+            Effect::StateChanged => {}
         }
         Some(e)
     }
@@ -899,9 +933,11 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
             0 | 1 => {
                 let before = s.m.last_gen();
                 // 1: the flow starts inside another retryer's attempt;
-                // bit 4 says whether that one forbids inner retries.
+                // bit 4 says whether that one forbids inner retries. 0:
+                // outside any; bit 4 says the host lets it hedge or not.
                 let inside = (op & 15 == 1).then_some(op & 16 != 0);
-                let gen = s.m.execute_within(now, inp.byte() < 16, inside, true);
+                let hedges = inside.is_some() || op & 16 == 0;
+                let gen = s.m.execute_within(now, inp.byte() < 16, inside, hedges);
                 assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
             }
             kind @ (2..=4) => {
@@ -929,6 +965,9 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                     Some((gen, attempt))
                 };
                 if let Some((gen, attempt)) = target {
+                    if s.m.is_running(gen, attempt) {
+                        s.owned.remove(&(gen, attempt));
+                    }
                     if kind == 2 {
                         s.m.attempt_ok(gen, attempt, now, &mut budgets);
                     } else {
@@ -1084,6 +1123,8 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
         total.timers += r.timers;
         total.calls += r.calls;
         total.evals += r.evals;
+        total.hedges += r.hedges;
+        total.cancels += r.cancels;
         total.realistic &= s.realistic;
     }
     total

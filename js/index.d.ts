@@ -38,6 +38,16 @@ export interface BackoffInfo {
   elapsed: number;
 }
 
+/** What `onHedge` is told about an attempt that starts while others run. */
+export interface HedgeInfo {
+  /** The attempt that starts (2, 3, ...). */
+  attempt: number;
+  /** ms since `execute()`. */
+  elapsed: number;
+  /** How many earlier attempts still run (at least 1). */
+  running: number;
+}
+
 /** `status` of a retryer. */
 export type AsyncRetryerStatus = 'disabled' | 'idle' | 'executing' | 'retrying';
 
@@ -176,6 +186,19 @@ export interface AsyncRetryerOptions<TFn extends AnyAsyncFunction> {
   innerRetries?: boolean;
   /** A wait of `delay` ms starts after failed attempt `attempt`; after `onRetry`. @default undefined */
   onBackoff?: (info: BackoffInfo, retryer: AsyncRetryer<TFn>) => void;
+  /**
+   * Hedged attempts: attempt n+1 starts this many ms after attempt n
+   * started while the earlier ones keep running (`0`: all at once;
+   * `Infinity`: only after a failure), until one succeeds or `maxAttempts`
+   * (then finite) have started. The first success wins and the others'
+   * signals abort; a failure starts the next attempt at once (or when a
+   * `retryAfter` hint ends). A function is asked after each start with
+   * the attempt that started. The backoff options are not used.
+   * @default undefined (one attempt at a time)
+   */
+  hedge?: number | ((attempt: number, retryer: AsyncRetryer<TFn>) => number);
+  /** Attempt `attempt` starts while `running` earlier ones still run, `elapsed` ms after `execute()`. @default undefined */
+  onHedge?: (info: HedgeInfo, retryer: AsyncRetryer<TFn>) => void;
 }
 
 /** An observer of state changes, shaped as `@tanstack/store`'s `Observer`. */
@@ -317,8 +340,11 @@ export declare function asyncRetryerOptions<
   TOptions extends Partial<AsyncRetryerOptions<TFn>> = Partial<AsyncRetryerOptions<TFn>>,
 >(options: TOptions): TOptions;
 
-/** Options of `retryFetch`: every `AsyncRetryer` option but `throwOnError`, and the HTTP ones. */
-export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch>, 'throwOnError'> {
+/**
+ * Options of `retryFetch`: every `AsyncRetryer` option but `throwOnError`
+ * (and, until `retryFetch` hedges, `hedge` and `onHedge`), and the HTTP ones.
+ */
+export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch>, 'throwOnError' | 'hedge' | 'onHedge'> {
   /** Methods sent again; POST and PATCH also when the request has an `Idempotency-Key` header. @default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'] */
   methods?: readonly string[];
   /** Statuses that make an attempt fail (then retried, or returned when retries run out). @default [408, 429, 500, 502, 503, 504] */

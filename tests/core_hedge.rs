@@ -46,11 +46,13 @@ fn running(h: &Host, gen: u32) -> Vec<u32> {
 fn attempts_start_at_their_hedge_times_until_max_attempts_have_started() {
     let mut h = Host::new(hedged(50.0, 3.0, &[]));
     let g = h.execute();
-    assert_eq!(h.drain(), vec![inv(g, 1), wait(g, 50.0)]);
+    // The timer goes first: a host settles an attempt only after its
+    // Invoke, so none is left queued behind a flow that ended.
+    assert_eq!(h.drain(), vec![wait(g, 50.0), inv(g, 1)]);
     assert!(h.advance(49.0).is_empty());
     assert_eq!(
         h.advance(1.0),
-        vec![on_hedge(g, 2, 1, 50.0), inv(g, 2), wait(g, 50.0)]
+        vec![on_hedge(g, 2, 1, 50.0), wait(g, 50.0), inv(g, 2)]
     );
     assert_eq!(h.state().current_attempt, 2);
     assert_eq!(h.status(), Status::Retrying);
@@ -294,7 +296,7 @@ fn a_failure_should_retry_refuses_ends_the_flow_and_cancels_the_others() {
 fn a_failure_starts_the_next_attempt_at_once_and_its_own_hedge_time_follows() {
     let mut h = Host::new(hedged(100.0, 3.0, &[(Opt::OnBackoff, Raw::Function)]));
     let g = h.execute();
-    assert_eq!(h.drain(), vec![inv(g, 1), wait(g, 100.0)]);
+    assert_eq!(h.drain(), vec![wait(g, 100.0), inv(g, 1)]);
     h.now = 10.0;
     h.err(g, 1);
     // No earlier attempt runs: a plain retry, no onHedge.
@@ -310,13 +312,13 @@ fn a_failure_starts_the_next_attempt_at_once_and_its_own_hedge_time_follows() {
                 delay: 0.0,
                 elapsed: 10.0
             },
-            clear(Timer::Wait),
             inv(g, 2),
-            wait(g, 100.0),
         ]
     );
-    // Attempt 3 starts at 110 (attempt 2's hedge time), not 100.
-    assert!(h.advance(99.0).is_empty());
+    // Attempt 3 starts at 110 (attempt 2's hedge time), not 100: the
+    // timer armed for 100 finds nothing due and waits on.
+    assert_eq!(h.advance(90.0), vec![wait(g, 10.0)]);
+    assert!(h.advance(9.0).is_empty());
     assert_eq!(h.advance(1.0), vec![on_hedge(g, 3, 1, 110.0), inv(g, 3)]);
 }
 
@@ -334,13 +336,14 @@ fn a_failure_while_others_run_starts_the_next_with_on_hedge() {
             call(g, Cb::Error),
             retry(g, 1),
             call(g, Cb::Settled),
-            clear(Timer::Wait),
             on_hedge(g, 3, 1, 60.0),
             inv(g, 3),
-            wait(g, 50.0),
         ]
     );
     assert_eq!(running(&h, g), vec![2, 3]);
+    // Attempt 4 at attempt 3's hedge time (110), not at 100.
+    assert_eq!(h.advance(40.0), vec![wait(g, 10.0)]);
+    assert_eq!(h.advance(10.0), vec![on_hedge(g, 4, 2, 110.0), inv(g, 4)]);
 }
 
 #[test]
@@ -385,16 +388,12 @@ fn a_retry_after_hint_holds_the_next_attempt_until_it_ends() {
     h.provide(g, Provided::Number(300.0));
     assert_eq!(
         h.drain(),
-        vec![
-            call(g, Cb::Error),
-            retry(g, 1),
-            call(g, Cb::Settled),
-            clear(Timer::Wait),
-            wait(g, 300.0),
-        ]
+        vec![call(g, Cb::Error), retry(g, 1), call(g, Cb::Settled)]
     );
-    // Neither at the hedge time (200)...
-    assert!(h.advance(299.0).is_empty());
+    // Neither at the hedge time (200), where the timer finds the start
+    // moved to 420...
+    assert_eq!(h.advance(80.0), vec![wait(g, 220.0)]);
+    assert!(h.advance(219.0).is_empty());
     // ...nor earlier when another attempt fails without a hint.
     h.err(g, 2);
     h.drain();
@@ -406,7 +405,7 @@ fn a_retry_after_hint_holds_the_next_attempt_until_it_ends() {
     );
     assert!(!out.iter().any(|e| matches!(e, Effect::Invoke { .. })));
     // When the hint ends: attempt 3, then its own hedge time.
-    assert_eq!(h.advance(1.0), vec![inv(g, 3), wait(g, 100.0)]);
+    assert_eq!(h.advance(1.0), vec![wait(g, 100.0), inv(g, 3)]);
     assert_eq!(h.now, 420.0);
     assert_eq!(h.advance(100.0), vec![on_hedge(g, 4, 1, 520.0), inv(g, 4)]);
 }
@@ -421,14 +420,15 @@ fn a_later_hint_can_only_push_the_next_start_back() {
     h.err(g, 1);
     h.drain();
     h.provide(g, Provided::Number(500.0)); // until 1500
-    h.drain();
+                                           // Earlier than the hedge time the Wait was armed for (2000).
+    assert_eq!(&h.drain()[3..], &[clear(Timer::Wait), wait(g, 500.0)]);
     h.now = 1100.0;
     h.err(g, 2);
     h.drain();
     h.provide(g, Provided::Number(100.0)); // shorter: still 1500
-    assert_eq!(waits(&h.drain()), vec![400.0]);
+    assert!(waits(&h.drain()).is_empty());
     assert!(h.advance(399.0).is_empty());
-    assert_eq!(h.advance(1.0)[0], inv(g, 3));
+    assert_eq!(h.advance(1.0), vec![wait(g, 1000.0), inv(g, 3)]);
 }
 
 #[test]
@@ -479,9 +479,10 @@ fn a_hint_past_the_total_deadline() {
     h.drain();
     h.provide(g, Provided::Number(5000.0));
     let out = h.drain();
-    assert!(out.contains(&clear(Timer::Wait)));
     assert!(!out.iter().any(|e| matches!(e, Effect::Invoke { .. })));
-    let out = h.advance(900.0);
+    // The hedge time finds nothing due.
+    assert!(h.advance(100.0).is_empty());
+    let out = h.advance(800.0);
     assert_eq!(
         out[..2],
         [
@@ -532,10 +533,7 @@ fn a_budget_that_refuses_after_a_failure_stops_all_further_starts() {
     assert_eq!(invoked(&h, g), vec![1, 2]);
     h.now = 60.0;
     h.err(g, 1); // 1 token left: no retry, and no hedge either
-    assert_eq!(
-        h.drain(),
-        vec![clear(Timer::Wait), call(g, Cb::Error), call(g, Cb::Settled)]
-    );
+    assert_eq!(h.drain(), vec![call(g, Cb::Error), call(g, Cb::Settled)]);
     // A success elsewhere refunds the budget, but the refusal holds.
     h.budgets.borrow_mut()[0].record_success();
     h.budgets.borrow_mut()[0].record_success();
@@ -559,7 +557,7 @@ fn a_timed_out_attempt_is_a_failure_and_the_flow_goes_on() {
     let g = h.execute();
     assert_eq!(
         h.drain(),
-        vec![start(g, Timer::Attempt, 120.0), inv(g, 1), wait(g, 50.0)]
+        vec![start(g, Timer::Attempt, 120.0), wait(g, 50.0), inv(g, 1)]
     );
     h.advance(100.0);
     assert_eq!(invoked(&h, g), vec![1, 2, 3]);
@@ -577,20 +575,14 @@ fn a_timed_out_attempt_is_a_failure_and_the_flow_goes_on() {
     );
     assert!(!cbs(&h.log).iter().any(|(cb, _)| *cb == Cb::Abort));
     assert_eq!(running(&h, g), vec![2, 3]);
-    // Attempt 2 fails in time: the timer moves to attempt 3's deadline.
+    // Attempt 2 fails in time: the timer armed for its deadline finds
+    // nothing due, and waits on for attempt 3's.
     h.now = 160.0;
     h.err(g, 2);
-    assert_eq!(
-        h.drain(),
-        vec![
-            clear(Timer::Attempt),
-            start(g, Timer::Attempt, 60.0),
-            call(g, Cb::Error),
-            call(g, Cb::Settled),
-        ]
-    );
+    assert_eq!(h.drain(), vec![call(g, Cb::Error), call(g, Cb::Settled)]);
+    assert_eq!(h.advance(10.0), vec![start(g, Timer::Attempt, 50.0)]);
     // Attempt 3 times out too: the last one, the flow fails.
-    let out = h.advance(60.0);
+    let out = h.advance(50.0);
     assert_eq!(
         out,
         vec![

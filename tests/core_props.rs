@@ -11,7 +11,14 @@
 //!   inputs, half of them with the policies the plain paths serve;
 //! - `delays_stay_within_their_bounds`: 256 cases of up to 60 inputs;
 //! - `budget_shared_by_two_machines_stays_in_range`: 256 cases of up to
-//!   120 inputs.
+//!   120 inputs;
+//! - `hedged_flows_follow_the_rules`: 512 cases of up to 60 inputs.
+//!
+//! A quarter of the random policies hedge (SPEC §2c); the invariants are
+//! checked for them as for every flow, and the fake host also follows
+//! which attempts the machine owns: none is left running when its flow
+//! finishes, and an active flow always has something to move it (an
+//! attempt, a timer or a question).
 //!
 //! CHAOS_STATS=1 (with `-- --nocapture`) prints one `STAT` line per popped
 //! effect of the chaos runs, to see what the generated inputs reach.
@@ -36,6 +43,7 @@ const CHAOS_CASES: u32 = 512;
 const DELAY_CASES: u32 = 256;
 const BUDGET_CASES: u32 = 256;
 const RAW_TIMER_CASES: u32 = 256;
+const HEDGE_CASES: u32 = 512;
 
 /// `cases`, unless PROPTEST_CASES asks for a longer (or shorter) run.
 fn config(cases: u32) -> Config {
@@ -75,6 +83,9 @@ struct Spec {
     budget: bool,
     seed: Option<i32>,
     retry_on_timeout: bool,
+    /// `hedge`: mostly unset; a small static delay, 0, Infinity or a
+    /// function.
+    hedge: (u8, u32),
 }
 
 fn arb_spec() -> impl Strategy<Value = Spec> {
@@ -102,6 +113,7 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
             any::<bool>(),
             proptest::option::of(-1000i32..1000),
             any::<bool>(),
+            (0u8..12, 0u32..300),
         ),
     )
         .prop_map(|(a, b, c)| Spec {
@@ -123,6 +135,7 @@ fn arb_spec() -> impl Strategy<Value = Spec> {
             budget: c.3,
             seed: c.4,
             retry_on_timeout: c.5,
+            hedge: c.6,
         })
 }
 
@@ -236,6 +249,20 @@ impl Spec {
             Opt::RetryOnExecutionTimeout,
             Raw::Bool(self.retry_on_timeout),
         );
+        set(
+            Opt::Hedge,
+            match self.hedge.0 {
+                6 | 7 | 11 => n(f64::from(self.hedge.1)),
+                8 => n(0.0),
+                9 => Raw::Function,
+                10 => n(f64::INFINITY),
+                _ => Raw::Undefined,
+            },
+        );
+        if p.hedge.is_some() && p.max_attempts == Num::Static(f64::INFINITY) {
+            // SPEC §2c rule 1: finite with hedge.
+            p.set(Opt::MaxAttempts, n(4.0)).unwrap();
+        }
         let infinite = p.max_attempts == Num::Static(f64::INFINITY);
         if let Some(list) = self.intervals.as_ref().filter(|_| !infinite) {
             p.set(Opt::Intervals, Raw::Array(list.len() as u32))
@@ -256,6 +283,12 @@ impl Spec {
         self
     }
 
+    /// One attempt at a time: no `hedge`.
+    fn unhedged(mut self) -> Spec {
+        self.hedge.0 = 0;
+        self
+    }
+
     /// The policies the machine's plain paths serve: enabled, no
     /// callbacks, no signal, no budget, no deadline.
     fn plain(mut self) -> Spec {
@@ -265,6 +298,7 @@ impl Spec {
         self.budget = false;
         self.exec.0 = 0;
         self.total.0 = 0;
+        self.hedge.0 = 0;
         if self.max_attempts == 6 {
             self.max_attempts = 2;
         }
@@ -422,6 +456,14 @@ struct Track {
     last_eval: Option<(u32, Eval)>,
     /// Gens asked whether they are enabled.
     asked_enabled: BTreeSet<u32>,
+    /// Attempts the machine still owns: invoked, and neither taken back
+    /// by a settlement it accepted nor let go with an `AbortAttempt`,
+    /// `CancelAttempt` or `TimeOut`. None may be left when its flow
+    /// finishes: no attempt outlives its flow (SPEC §1 rule 12, §2c rule
+    /// 11).
+    owned: BTreeSet<(u32, u32)>,
+    /// Questions popped and not answered yet, by gen.
+    pending_evals: BTreeMap<u32, Eval>,
 }
 
 impl Track {
@@ -438,18 +480,56 @@ impl Track {
                         "gen {gen} invoked attempt {attempt}, limit {limit}"
                     );
                     self.in_flight.push((gen, attempt));
+                    self.owned.insert((gen, attempt));
+                }
+                Effect::AbortAttempt { gen, attempt, .. }
+                | Effect::CancelAttempt { gen, attempt }
+                | Effect::TimeOut { gen, attempt } => {
+                    self.owned.remove(&(gen, attempt));
+                }
+                Effect::Hedge {
+                    attempt, running, ..
+                } => {
+                    assert!(
+                        running >= 1 && running < attempt,
+                        "onHedge of attempt {attempt} with {running} running"
+                    );
                 }
                 Effect::Eval { gen, what, .. } => {
                     self.last_eval = Some((gen, what));
+                    self.pending_evals.insert(gen, what);
                     if what == Eval::Enabled {
                         self.asked_enabled.insert(gen);
                     }
                 }
-                Effect::Finish { gen, .. } => self.in_flight.retain(|&(g, _)| g != gen),
+                Effect::Finish { gen, .. } => {
+                    self.in_flight.retain(|&(g, _)| g != gen);
+                    let left: Vec<_> = self.owned.iter().filter(|(g, _)| *g == gen).collect();
+                    assert!(
+                        left.is_empty(),
+                        "gen {gen} finished, attempts {left:?} live; log {:?}",
+                        h.log
+                    );
+                    self.pending_evals.remove(&gen);
+                }
                 _ => {}
             }
         }
         self.seen = h.log.len();
+    }
+
+    /// Settles attempt `a` of gen `g` (0 ok, 1 error, else AbortError); an
+    /// outcome the machine takes gives the attempt back.
+    fn settle(&mut self, h: &mut Host, g: u32, a: u32, how: u8) {
+        self.scan(h);
+        if h.m.is_running(g, a) {
+            self.owned.remove(&(g, a));
+        }
+        match how {
+            0 => h.ok(g, a),
+            1 => h.err(g, a),
+            _ => h.abort_error(g, a),
+        }
     }
 
     fn open_gens(&self, h: &Host) -> Vec<u32> {
@@ -463,30 +543,50 @@ impl Track {
 
 /// Pops everything, answering each question with a valid value at once.
 fn drain_answering(h: &mut Host, t: &mut Track) {
+    let answer = |t: &mut Track, gen: u32, what: Eval| {
+        if let Some(l) = t.limit.get_mut(&gen) {
+            *l = l.max(4.0);
+        }
+        match what {
+            Eval::Enabled | Eval::ShouldRetry => Provided::Bool(true),
+            Eval::MaxAttempts => Provided::Number(4.0),
+            Eval::BaseWait => Provided::Number(50.0),
+            Eval::MaxWait => Provided::Number(400.0),
+            Eval::RetryAfter => Provided::Nothing,
+            Eval::Backoff => Provided::Number(30.0),
+            Eval::Hedge => Provided::Number(40.0),
+        }
+    };
+    // Questions popped earlier and left unanswered are answered first.
+    t.scan(h);
+    for (g, what) in std::mem::take(&mut t.pending_evals) {
+        let v = answer(t, g, what);
+        h.provide(g, v);
+    }
     while let Some(e) = h.pop() {
         if let Effect::Eval { gen, what, .. } = e {
-            let v = match what {
-                Eval::Enabled | Eval::ShouldRetry => Provided::Bool(true),
-                Eval::MaxAttempts => Provided::Number(4.0),
-                Eval::BaseWait => Provided::Number(50.0),
-                Eval::MaxWait => Provided::Number(400.0),
-                Eval::RetryAfter => Provided::Nothing,
-                Eval::Backoff => Provided::Number(30.0),
-                Eval::Hedge => Provided::Number(40.0),
-            };
-            if let Some(l) = t.limit.get_mut(&gen) {
-                *l = l.max(4.0);
-            }
+            let v = answer(t, gen, what);
             h.provide(gen, v);
         }
     }
     t.scan(h);
+    t.pending_evals.clear();
 }
 
 /// Checks that hold whenever nothing is queued.
-fn check_drained(h: &Host, listeners: bool) {
+fn check_drained(h: &Host, t: &Track, listeners: bool) {
     if h.m.has_effects() {
         return;
+    }
+    let asked = t.pending_evals.keys().any(|g| !h.finished.contains_key(g));
+    if h.m.is_active() && !asked {
+        // Something will move an active flow: an attempt it still owns, a
+        // timer, or a question it waits an answer for.
+        let owns = t.owned.iter().any(|(g, _)| !h.finished.contains_key(g));
+        assert!(
+            owns || !h.wheel.is_empty(),
+            "an active flow is stuck: no attempt, no timer, no question"
+        );
     }
     for l in &h.wheel {
         assert!(
@@ -550,11 +650,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
                 if !t.in_flight.is_empty() {
                     let i = pick.index(t.in_flight.len());
                     let (g, a) = t.in_flight.remove(i);
-                    match how {
-                        0 => h.ok(g, a),
-                        1 => h.err(g, a),
-                        _ => h.abort_error(g, a),
-                    }
+                    t.settle(&mut h, g, a, *how);
                 }
             }
             Op::SettleStale {
@@ -577,6 +673,10 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
                     _ => (h.m.last_gen() + 1, 1),
                 };
                 let how = *how;
+                if h.m.is_running(g, a) {
+                    // A hedged flow's earlier attempt may still run.
+                    continue;
+                }
                 assert_noop(&mut h, "a stale settlement", |h| match how {
                     0 => h.ok(g, a),
                     1 => h.err(g, a),
@@ -652,6 +752,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
                         }
                     }
                     h.provide(g, *value);
+                    t.pending_evals.remove(&g);
                 } else if let Some(&g) = h.finished.keys().next() {
                     let value = *value;
                     assert_noop(&mut h, "an answer for a finished gen", |h| {
@@ -677,11 +778,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
                 drain_answering(&mut h, &mut t);
                 if let Some(&(g, a)) = t.in_flight.last() {
                     t.in_flight.pop();
-                    if *ok {
-                        h.ok(g, a);
-                    } else {
-                        h.err(g, a);
-                    }
+                    t.settle(&mut h, g, a, if *ok { 0 } else { 1 });
                     drain_answering(&mut h, &mut t);
                 }
                 let next = h.wheel.iter().map(|l| l.due).min_by(f64::total_cmp);
@@ -725,7 +822,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
         }
         t.scan(&h);
         check_budget(&h);
-        check_drained(&h, listeners);
+        check_drained(&h, &t, listeners);
     }
 
     // Every started gen ends after abort + draining. An `enabled` question
@@ -745,7 +842,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
         h.abort();
         h.drain();
         t.scan(&h);
-        check_drained(&h, listeners);
+        check_drained(&h, &t, listeners);
     }
     for g in 1..=h.m.last_gen() {
         assert!(h.finished.contains_key(&g), "gen {g} never finished");
@@ -796,8 +893,10 @@ fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)]) -> Host {
                 let gen = h.execute();
                 t.limit.insert(gen, attempt_limit(h.m.policy()));
             }
-            1 if !h.invoked.is_empty() => h.ok_current(),
-            2 if !h.invoked.is_empty() => h.err_current(),
+            1 | 2 if !h.invoked.is_empty() => {
+                let (g, a) = h.current();
+                t.settle(&mut h, g, a, kind - 1);
+            }
             _ => {
                 h.advance(f64::from(ms));
             }
@@ -1052,7 +1151,7 @@ proptest! {
         answers in proptest::collection::vec(arb_provided(), 1..16),
         ops in proptest::collection::vec(arb_dop(), 1..60),
     ) {
-        let p = spec.forced_enabled().build();
+        let p = spec.forced_enabled().unhedged().build();
         let budgets = Rc::new(RefCell::new(vec![Budget::new(50.0, 1.0).unwrap()]));
         let mut h = Host::with_budgets(p.clone(), budgets);
         let mut d = DelayModel {
@@ -1157,6 +1256,229 @@ proptest! {
             h.drain();
             let tokens = budgets.borrow()[0].tokens();
             prop_assert!((0.0..=max).contains(&tokens));
+        }
+    }
+}
+
+// ----- hedged flows against a model of SPEC §2c -----
+
+#[derive(Clone, Debug)]
+enum HOp {
+    Execute,
+    /// Settle a running attempt of the newest flow: ok, or a failure.
+    Settle {
+        pick: Index,
+        ok: bool,
+    },
+    Advance(u32),
+    Abort,
+}
+
+fn arb_hop() -> impl Strategy<Value = HOp> {
+    prop_oneof![
+        1 => Just(HOp::Execute),
+        6 => (any::<Index>(), proptest::bool::weighted(0.25))
+            .prop_map(|(pick, ok)| HOp::Settle { pick, ok }),
+        6 => prop_oneof![0u32..5, 0u32..200, 0u32..2000].prop_map(HOp::Advance),
+        1 => Just(HOp::Abort),
+    ]
+}
+
+/// What the model of `hedged_flows_follow_the_rules` knows of the newest
+/// flow.
+#[derive(Default)]
+struct HModel {
+    hedge: f64,
+    max: u32,
+    gen: u32,
+    /// Start time of each attempt.
+    starts: BTreeMap<u32, f64>,
+    /// Attempts running, as the model sees them.
+    live: BTreeSet<u32>,
+    /// Times at which an attempt failed or timed out (a start may follow).
+    failed_at: Vec<f64>,
+    /// The attempt whose success was just reported.
+    won: Option<u32>,
+}
+
+impl HModel {
+    /// Checks the effects popped since `seen`, all at `h.now`.
+    fn scan(&mut self, h: &Host, seen: usize) -> Result<(), TestCaseError> {
+        let now = h.now;
+        for &e in &h.log[seen..] {
+            match e {
+                Effect::Invoke { gen, attempt } => {
+                    prop_assert_eq!(gen, self.gen);
+                    prop_assert!(attempt <= self.max, "attempt {} of {}", attempt, self.max);
+                    if attempt > 1 {
+                        let prev = self.starts[&(attempt - 1)];
+                        let spaced = now == prev + self.hedge;
+                        let after_failure = self.failed_at.contains(&now);
+                        prop_assert!(
+                            spaced || after_failure,
+                            "attempt {} at {}: attempt {} started at {}, hedge {}, failures at {:?}",
+                            attempt,
+                            now,
+                            attempt - 1,
+                            prev,
+                            self.hedge,
+                            self.failed_at
+                        );
+                    }
+                    self.starts.insert(attempt, now);
+                    self.live.insert(attempt);
+                }
+                Effect::TimeOut { gen, attempt } => {
+                    prop_assert_eq!(gen, self.gen);
+                    prop_assert!(self.live.remove(&attempt));
+                    self.failed_at.push(now);
+                }
+                Effect::CancelAttempt { gen, attempt }
+                | Effect::AbortAttempt { gen, attempt, .. }
+                    if gen == self.gen =>
+                {
+                    prop_assert!(Some(attempt) != self.won, "the winner cancelled");
+                    self.live.remove(&attempt);
+                }
+                Effect::Finish { gen, outcome } if gen == self.gen => {
+                    prop_assert!(
+                        self.live.is_empty(),
+                        "gen {} ended, {:?} running",
+                        gen,
+                        self.live
+                    );
+                    if self.won.is_some() {
+                        prop_assert_eq!(outcome, Outcome::Result);
+                    } else {
+                        prop_assert_ne!(outcome, Outcome::Result);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks what holds between inputs.
+    fn check(&self, h: &Host) -> Result<(), TestCaseError> {
+        if self.gen == 0 {
+            return Ok(());
+        }
+        if let Some(a) = self.won {
+            prop_assert_eq!(
+                h.finished.get(&self.gen),
+                Some(&Outcome::Result),
+                "attempt {} won",
+                a
+            );
+        }
+        if !h.finished.contains_key(&self.gen) {
+            let newest = self.starts.keys().last().copied().unwrap_or(0);
+            prop_assert!(newest >= 1);
+            if newest < self.max {
+                // Never late: the next hedge time has not passed.
+                prop_assert!(
+                    h.now < self.starts[&newest] + self.hedge,
+                    "at {} attempt {} (started {}) should have been followed",
+                    h.now,
+                    newest,
+                    self.starts[&newest]
+                );
+            }
+            // Something runs, or something can still start.
+            prop_assert!(!self.live.is_empty() || newest < self.max);
+            prop_assert!(h.state().is_executing);
+            prop_assert_eq!(h.state().current_attempt, newest);
+        } else {
+            prop_assert!(self.live.is_empty());
+            prop_assert!(h.wheel.is_empty(), "timers left: {:?}", h.wheel);
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(config(HEDGE_CASES))]
+
+    /// Random interleavings of hedge times, successes, failures, attempt
+    /// deadlines and aborts, checked against the rules: attempt n+1 starts
+    /// at attempt n's hedge time or at once after a failure, never past
+    /// `maxAttempts`, never late; the first success wins and every other
+    /// running attempt is cancelled; a flow fails only when nothing runs
+    /// and nothing can start; one outcome per flow; nothing left behind.
+    #[test]
+    fn hedged_flows_follow_the_rules(
+        hedge in 1u32..300,
+        max in 1u32..6,
+        exec in proptest::option::weighted(0.3, 50u32..1000),
+        ops in proptest::collection::vec(arb_hop(), 1..60),
+    ) {
+        let mut opts = vec![
+            (Opt::Hedge, Raw::Number(f64::from(hedge))),
+            (Opt::MaxAttempts, Raw::Number(f64::from(max))),
+            (Opt::ThrowOnError, Raw::Bool(true)),
+        ];
+        if let Some(ms) = exec {
+            opts.push((Opt::MaxExecutionTime, Raw::Number(f64::from(ms))));
+        }
+        let mut h = Host::new(policy(&opts));
+        let mut m = HModel {
+            hedge: f64::from(hedge),
+            max,
+            ..HModel::default()
+        };
+        for op in &ops {
+            m.won = None;
+            let seen = h.log.len();
+            match op {
+                HOp::Execute => {
+                    m.gen = h.execute();
+                    m.starts.clear();
+                    m.live.clear();
+                    m.failed_at.clear();
+                }
+                HOp::Settle { pick, ok } => {
+                    if m.live.is_empty() {
+                        continue;
+                    }
+                    let v: Vec<u32> = m.live.iter().copied().collect();
+                    let a = v[pick.index(v.len())];
+                    prop_assert!(h.m.is_running(m.gen, a));
+                    m.live.remove(&a);
+                    if *ok {
+                        m.won = Some(a);
+                        h.ok(m.gen, a);
+                    } else {
+                        m.failed_at.push(h.now);
+                        h.err(m.gen, a);
+                    }
+                }
+                HOp::Advance(ms) => {
+                    // One timer at a time, each at its own time.
+                    let until = h.now + f64::from(*ms);
+                    loop {
+                        let seen = h.log.len();
+                        if h.fire_next_raw(until - h.now).is_none() {
+                            break;
+                        }
+                        h.drain();
+                        m.scan(&h, seen)?;
+                    }
+                    h.now = until;
+                }
+                HOp::Abort => h.abort(),
+            }
+            if !matches!(op, HOp::Advance(_)) {
+                h.drain();
+                m.scan(&h, seen)?;
+            }
+            m.check(&h)?;
+        }
+        h.abort();
+        h.drain();
+        h.assert_quiet();
+        for g in 1..=h.m.last_gen() {
+            prop_assert!(h.finished.contains_key(&g));
         }
     }
 }

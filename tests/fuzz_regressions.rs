@@ -214,6 +214,46 @@ fn machine_seed_nested() {
     assert_eq!(run.highest_attempt, 3, "{run:?}");
 }
 
+/// One machine with `maxAttempts: 3`, `hedge: 50` and `onHedge`.
+const HEDGED_HEADER: &[u8] = &[
+    0, // no budget
+    0, // 1 machine
+    3, // 3 options
+    0, 0, 3, 0, 5, // maxAttempts = 3
+    0, 31, 3, 4, 50, // hedge = 50
+    0, 32, 8, // onHedge = function
+    0, 0, 0, 0, 0, 0, 0, 0, // entropy
+];
+
+/// A hedged flow: attempts 2 and 3 start at their hedge times while 1
+/// runs, attempt 2 wins and the other two are cancelled, their late
+/// outcomes ignored; then a flow the host does not let hedge makes one
+/// attempt at a time.
+const HEDGED_FLOWS: &[u8] = &[
+    0, 0, 100, // execute: Invoke 1, Wait 50
+    0, 15, 0, 50, // now = 50
+    0, 5, 0, // the hedge time: onHedge, Invoke 2, Wait 50
+    0, 15, 0, 50, // now = 100
+    0, 5, 0, // the hedge time: onHedge, Invoke 3 (the last)
+    0, 2, 1, // attempt 2 succeeds: 1 and 3 cancelled, Finish
+    0, 0x10, 100, // execute, not hedging: Invoke 1, no Wait
+    0, 15, 0, 200, // now = 300
+];
+
+#[test]
+fn machine_seed_hedged() {
+    let data = [HEDGED_HEADER, HEDGED_FLOWS].concat();
+    let run = run_machine(&data);
+    assert!(run.realistic, "{run:?}");
+    assert_eq!(run.hedges, 2, "{run:?}");
+    assert_eq!(run.cancels, 2, "{run:?}");
+    assert_eq!(run.invokes, 4, "{run:?}");
+    assert_eq!(run.highest_attempt, 3, "{run:?}");
+    // The second flow ends in the wind-down.
+    assert_eq!(run.finishes, 2, "{run:?}");
+    assert_eq!(run.timers, 2, "{run:?}");
+}
+
 // ----- crashes the fuzzer found -----
 //
 // Both from the harness, not the library: its bound on callback bits

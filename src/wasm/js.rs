@@ -161,11 +161,12 @@ pub fn new_request(input: &JsValue, init: &JsValue) -> Result<web_sys::Request, 
     RequestClass::new(input, init).map(JsCast::unchecked_into)
 }
 
-// Two helpers in JavaScript (wasm-bindgen's `inline_js`, shipped beside
+// Three helpers in JavaScript (wasm-bindgen's `inline_js`, shipped beside
 // the glue in pkg/snippets/), each doing in one call from wasm what would
 // otherwise take several: on a successful execute(), four crossings fewer
 // (about 8 % of its time, measured paired on the 2-core dev machine,
-// 2026-12-02), and a snapshot built as an object literal.
+// 2026-12-02), and a snapshot (or `onHedge`'s argument) built as an
+// object literal.
 
 #[wasm_bindgen(inline_js = r#"
 export function attach(value, handler, slot, key, gen, attempt) {
@@ -178,6 +179,10 @@ export function attach(value, handler, slot, key, gen, attempt) {
   } catch (e) {
     handler(slot, key, gen, attempt, 0, e);
   }
+}
+
+export function hedgeInfo(attempt, elapsed, running) {
+  return { attempt, elapsed, running };
 }
 
 export function stateObject(currentAttempt, executionCount, isExecuting, lastError,
@@ -193,6 +198,10 @@ extern "C" {
     /// subclass has it), any other value through `Promise.resolve`; a
     /// `then` that throws is a rejection, handed over at once.
     pub fn attach(value: &JsValue, handler: &JsValue, slot: u32, key: u32, gen: u32, attempt: u32);
+
+    /// What `onHedge` receives: a plain object.
+    #[wasm_bindgen(js_name = hedgeInfo)]
+    pub fn hedge_info(attempt: u32, elapsed: f64, running: f64) -> JsValue;
 
     /// `retryer.store.state`: a plain object with exactly the eight fields.
     #[wasm_bindgen(js_name = stateObject)]

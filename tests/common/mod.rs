@@ -287,8 +287,9 @@ impl Host {
                 );
                 assert!(
                     !self.wheel.iter().any(|l| l.timer == timer),
-                    "StartTimer {timer:?} while one is live (leak); wheel {:?}",
-                    self.wheel
+                    "StartTimer {timer:?} while one is live (leak); wheel {:?}; log {:?}",
+                    self.wheel,
+                    self.log
                 );
                 // As in Node, a 0 ms timer fires 1 ms later: the clock moves
                 // on even when a flow keeps starting 0 ms timers.

@@ -25,8 +25,9 @@
 //   collected  node --expose-gc cases/collected.mjs
 //              every kind of flow (success, retries, waits with callbacks
 //              and a signal, exhausted attempts, shouldRetry false, signal
-//              aborts, nesting, timeouts, abort(), asyncRetry, retryFetch
-//              against a local server, callbacks that throw or re-enter):
+//              aborts, nesting, timeouts, abort(), hedged attempts,
+//              asyncRetry, retryFetch against a local server, callbacks
+//              that throw or re-enter):
 //              2,000 dropped retryers each, all collected, under 1 MB each
 //   short-lived  node --expose-gc cases/short-lived.mjs
 //              200,000 then 1,000,000 more short-lived retryers, a third
@@ -34,9 +35,11 @@
 //              most +2 MB more
 //   exit     node cases/exit/*.mjs
 //              flows with 1-hour deadlines / waits, an outside signal, a
-//              budget, every kind of abort: the process exits by itself
-//              within EXIT_LIMIT_MS of starting (control.mjs, a process
-//              that leaves a timer on purpose, must be caught)
+//              budget, every kind of abort, a chaos run of hedged flows
+//              (hedged.mjs: every flow settles, every attempt that never
+//              settles has its signal aborted): the process exits by
+//              itself within EXIT_LIMIT_MS of starting (control.mjs, a
+//              process that leaves a timer on purpose, must be caught)
 //
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
@@ -128,6 +131,7 @@ const CASES = [
   exitCase('deadlines.mjs'),
   exitCase('signal-budget.mjs'),
   exitCase('aborted.mjs'),
+  exitCase('hedged.mjs'),
   exitCase('control.mjs', { expectLinger: true }),
 ].filter((c) => !only || only.has(c.group));
 

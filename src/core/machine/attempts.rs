@@ -3,14 +3,16 @@
 //!
 //! A flow makes one attempt at a time unless it hedges. A hedged flow
 //! keeps the set of attempts running now, each with its start and its
-//! deadline, and a queue of decisions that wait their turn (one is taken
-//! at a time: a failure, a start whose hedge delay a function gives, a
-//! wait that ended). The three host timers keep their meaning: `Wait`
-//! starts the next attempt (at its hedge time, or when a `retryAfter`
-//! hint ends, which replaces it), `Attempt` is the earliest deadline among
-//! the running attempts (armed again as attempts end), `Total` the flow's.
-//! Effects name the attempt they apply to; an attempt that loses is
-//! cancelled ([`Effect::CancelAttempt`]) and runs no callback.
+//! deadline, when the next attempt is due, and the failures waiting for
+//! their decision (one is taken at a time). The three host timers keep
+//! their meaning: `Wait` starts the next attempt (at its hedge time, or
+//! when a `retryAfter` hint ends, which replaces it), `Attempt` is the
+//! earliest deadline among the running attempts, `Total` the flow's.
+//! Both are armed lazily: only when what they wait for comes earlier than
+//! what they are armed for; one that fires early (its attempt ended, or
+//! the next start moved later) arms itself again. Effects name the attempt
+//! they apply to; an attempt that loses is cancelled
+//! ([`Effect::CancelAttempt`]) and runs no callback.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -30,35 +32,24 @@ struct Running {
     deadline: f64,
 }
 
-/// A decision of a hedged flow waiting for its turn.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Job {
-    /// Attempt `attempt` failed, or ran past its deadline (`timed_out`;
-    /// its signal is aborted when the decision is taken).
-    Failed { attempt: u32, timed_out: bool },
-    /// Attempt `attempt` started, and when the next one starts depends on
-    /// a function (a dynamic `hedge` or `maxAttempts`).
-    Started(u32),
-    /// The `Wait` ended: start the attempt after `after`. `granted`: a
-    /// failure's decision already allowed it (a hint's wait), so neither
-    /// `maxAttempts` nor the budget is asked again.
-    Due { granted: bool, after: u32 },
-}
-
 /// What a hedged flow holds beyond a flow with one attempt at a time.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Hedged {
     /// Running attempts, oldest first.
     running: Vec<Running>,
-    /// Decisions waiting for their turn, oldest first.
-    jobs: Vec<Job>,
-    /// The deadline the `Attempt` timer is armed for (infinite: none).
-    armed_deadline: f64,
-    /// When the armed `Wait` ends.
-    wait_due: f64,
-    /// The armed `Wait` is a hint's: the next attempt is granted, and
-    /// starts when it ends, not before and not at a hedge time.
-    hint_wait: bool,
+    /// Failed attempts waiting for their decision, oldest first, and
+    /// whether each timed out (its signal is aborted when its decision is
+    /// taken).
+    failed: Vec<(u32, bool)>,
+    /// When the next attempt is due (infinite: none is).
+    pub(super) next_due: f64,
+    /// `next_due` is the end of a `retryAfter` hint: the next attempt is
+    /// granted, and starts then, not before and not at a hedge time.
+    pub(super) hint: bool,
+    /// What the `Wait` and `Attempt` timers are armed for (infinite: not
+    /// armed).
+    wait_armed: f64,
+    deadline_armed: f64,
     /// Why no further attempt starts (the budget refused one).
     pub(super) stop: Option<GiveUp>,
     /// The latest value of a dynamic `maxAttempts`.
@@ -69,10 +60,11 @@ impl Hedged {
     pub(super) fn new() -> Box<Hedged> {
         Box::new(Hedged {
             running: Vec::new(),
-            jobs: Vec::new(),
-            armed_deadline: f64::INFINITY,
-            wait_due: f64::INFINITY,
-            hint_wait: false,
+            failed: Vec::new(),
+            next_due: f64::INFINITY,
+            hint: false,
+            wait_armed: f64::INFINITY,
+            deadline_armed: f64::INFINITY,
             stop: None,
             max_attempts: None,
         })
@@ -94,28 +86,13 @@ impl Hedged {
     /// Whether a hedge time may start the next attempt: no hint holds it
     /// back and the budget never refused.
     pub(super) fn plans_spacing(&self) -> bool {
-        !self.hint_wait && self.stop.is_none()
+        !self.hint && self.stop.is_none()
     }
 
     /// Whether nothing could follow a failure decided now: no attempt
     /// runs, no failure waits for its decision, no granted start waits.
     pub(super) fn is_spent(&self) -> bool {
-        self.running.is_empty()
-            && !self.hint_wait
-            && !self.jobs.iter().any(|j| matches!(j, Job::Failed { .. }))
-    }
-
-    /// The attempts whose signals the flow still owns: the running ones,
-    /// and those that timed out and wait for their decision.
-    fn live(&self) -> impl Iterator<Item = u32> + '_ {
-        let timed_out = self.jobs.iter().filter_map(|j| match *j {
-            Job::Failed {
-                attempt,
-                timed_out: true,
-            } => Some(attempt),
-            _ => None,
-        });
-        self.running.iter().map(|r| r.attempt).chain(timed_out)
+        self.running.is_empty() && self.failed.is_empty() && !self.hint
     }
 }
 
@@ -169,46 +146,56 @@ impl Work<'_> {
         }
     }
 
-    /// Aborts `flow`'s attempts with `reason` (the flow ends): each running
-    /// attempt of a hedged flow, or the one attempt of a flow that does not
-    /// hedge when it runs. With `always`, one is named even when none runs
-    /// (the last one, before a wait): the host learns the flow was aborted.
-    pub(super) fn abort_attempts(&mut self, flow: &Flow, reason: AbortReason, always: bool) {
+    /// `flow` ends: its attempts that still run (and a hedged flow's
+    /// timed-out ones waiting for their decision) are let go. With a
+    /// `reason`, each is aborted ([`Effect::AbortAttempt`]); without, each
+    /// loses ([`Effect::CancelAttempt`], a hedged flow's only). `also` is
+    /// the winner, left alone, when losing; when aborting, an attempt whose
+    /// `TimeOut` the end dropped from the queue (a callback before it ended
+    /// the flow), aborted too. With `always`, a flow that does not hedge
+    /// names its attempt even when it does not run (the last one, before a
+    /// wait): the host learns the flow was aborted.
+    #[inline(never)]
+    pub(super) fn release(
+        &mut self,
+        flow: &Flow,
+        reason: Option<AbortReason>,
+        always: bool,
+        also: Option<u32>,
+    ) {
         let gen = flow.gen;
-        let last = match &flow.hedge {
-            Some(h) => {
-                let mut none = true;
-                for attempt in h.live() {
-                    none = false;
-                    self.emit(Effect::AbortAttempt {
-                        gen,
-                        attempt,
-                        reason,
-                    });
-                }
-                none && always
-            }
-            None => always || matches!(flow.phase, Phase::Attempt),
-        };
-        if last {
-            self.emit(Effect::AbortAttempt {
+        let emit = |w: &mut Self, attempt: u32| match reason {
+            Some(reason) => w.emit(Effect::AbortAttempt {
                 gen,
-                attempt: flow.attempt,
+                attempt,
                 reason,
-            });
-        }
-    }
-
-    /// The attempts of hedged `flow` other than `winner` lose: their
-    /// signals abort, and whatever they do later is ignored.
-    pub(super) fn cancel_others(&mut self, flow: &Flow, winner: u32) {
-        if let Some(h) = &flow.hedge {
-            for attempt in h.live().filter(|&a| a != winner) {
-                self.emit(Effect::CancelAttempt {
-                    gen: flow.gen,
-                    attempt,
-                });
+            }),
+            None if Some(attempt) != also => w.emit(Effect::CancelAttempt { gen, attempt }),
+            None => {}
+        };
+        let Some(h) = &flow.hedge else {
+            let runs = matches!(flow.phase, Phase::Attempt);
+            if reason.is_some() && (always || runs || also.is_some()) {
+                emit(self, flow.attempt);
             }
+            return;
+        };
+        self.drop_timer_starts(gen);
+        let mut none = true;
+        for r in &h.running {
+            none = false;
+            emit(self, r.attempt);
+        }
+        for &(attempt, timed_out) in &h.failed {
+            if timed_out {
+                none = false;
+                emit(self, attempt);
+            }
+        }
+        match (reason, also) {
+            (Some(_), Some(attempt)) => emit(self, attempt),
+            (Some(_), None) if none && always => emit(self, flow.attempt),
+            _ => {}
         }
     }
 
@@ -226,53 +213,56 @@ impl Work<'_> {
 
     /// Attempt `attempt` of the active hedged flow failed: its decision
     /// waits for its turn.
+    #[inline(never)]
     pub(super) fn hedged_failure(&mut self, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
         if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
-            h.jobs.push(Job::Failed {
-                attempt,
-                timed_out: false,
-            });
+            h.failed.push((attempt, false));
         }
-        self.rearm_deadline(now);
-        self.next_job(now, budgets);
+        self.next_failure(now, budgets);
     }
 
-    /// The `Wait` of the active hedged flow ended: the next attempt is due.
-    pub(super) fn hedge_due(&mut self, now: f64, budgets: &mut dyn Budgets) {
-        if let Some(flow) = self.b.flow.as_mut() {
-            let after = flow.attempt;
-            if let Some(h) = flow.hedge.as_deref_mut() {
-                let granted = h.hint_wait;
-                h.jobs.push(Job::Due { granted, after });
-            }
-        }
-        self.next_job(now, budgets);
-    }
-
-    /// The `Attempt` timer of the active hedged flow fired: every attempt
-    /// whose deadline it was armed for timed out, each a failure.
-    pub(super) fn hedge_deadlines(&mut self, now: f64, budgets: &mut dyn Budgets) {
-        if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
-            let due = core::mem::replace(&mut h.armed_deadline, f64::INFINITY);
-            let mut i = 0;
-            while let Some(r) = h.running.get(i).copied() {
-                if r.deadline <= due {
-                    h.running.remove(i);
-                    h.jobs.push(Job::Failed {
-                        attempt: r.attempt,
-                        timed_out: true,
-                    });
-                } else {
-                    i += 1;
+    /// A timer of the active hedged flow fired: `Wait` (the next attempt
+    /// may be due) or `Attempt` (attempts may have run past their
+    /// deadline, each a failure).
+    #[inline(never)]
+    pub(super) fn hedge_timer(&mut self, timer: Timer, now: f64, budgets: &mut dyn Budgets) {
+        let Some(flow) = self.b.flow.as_mut() else {
+            return;
+        };
+        let (newest, idle) = (flow.attempt, matches!(flow.phase, Phase::Attempt));
+        let Some(h) = flow.hedge.as_deref_mut() else {
+            return;
+        };
+        if timer == Timer::Attempt {
+            let due = core::mem::replace(&mut h.deadline_armed, f64::INFINITY);
+            let failed = &mut h.failed;
+            h.running.retain(|r| {
+                let over = r.deadline <= due;
+                if over {
+                    failed.push((r.attempt, true));
                 }
-            }
+                !over
+            });
+            self.sync_timers(now);
+            self.next_failure(now, budgets);
+            return;
         }
-        self.rearm_deadline(now);
-        self.next_job(now, budgets);
+        let armed = core::mem::replace(&mut h.wait_armed, f64::INFINITY);
+        let hint = h.hint;
+        if h.next_due > armed || !idle {
+            // Early (the start moved later), or a decision is under way
+            // (it arms the timer again when done).
+            self.sync_timers(now);
+        } else if hint {
+            self.begin_attempt(newest.saturating_add(1), now);
+        } else {
+            self.spacing_due(newest, now, budgets);
+        }
     }
 
-    /// [`Step::Resume`]: the waiting decisions of flow `gen` go on, after
-    /// the one whose callbacks ran, when `decided`.
+    /// [`Step::Resume`]: the failures of flow `gen` waiting for a decision
+    /// go on (after the one whose callbacks ran, when `decided`).
+    #[inline(never)]
     pub(super) fn resume(&mut self, gen: u32, at: f64, decided: bool, budgets: &mut dyn Budgets) {
         let Some(flow) = self.flow_of(gen) else {
             return;
@@ -280,26 +270,28 @@ impl Work<'_> {
         if decided && matches!(flow.phase, Phase::Deciding) {
             flow.phase = Phase::Attempt;
         }
-        self.next_job(at, budgets);
+        self.sync_timers(at);
+        self.next_failure(at, budgets);
     }
 
     /// [`Step::StartNext`]: a hedge delay of 0 after attempt `after`.
+    #[inline(never)]
     pub(super) fn start_next(&mut self, gen: u32, after: u32, at: f64, budgets: &mut dyn Budgets) {
         let Some(flow) = self.flow_of(gen) else {
             return;
         };
-        if let Some(h) = flow.hedge.as_deref_mut() {
-            h.jobs.push(Job::Due {
-                granted: false,
-                after,
-            });
+        if matches!(flow.phase, Phase::Attempt) {
+            self.spacing_due(after, at, budgets);
+        } else if let Some(h) = flow.hedge.as_deref_mut() {
+            // A decision is under way: due when it is done.
+            h.next_due = h.next_due.min(at);
         }
-        self.next_job(at, budgets);
     }
 
     /// After the retry callbacks of failed attempt `attempt` of hedged flow
     /// `gen`: the next attempt starts now, or when a hint's `delay` (from
     /// `decided_at`) ends; a hint already waiting is never cut short.
+    #[inline(never)]
     pub(super) fn continue_hedged(&mut self, gen: u32, attempt: u32, delay: f64, decided_at: f64) {
         let Some(flow) = self.flow_of(gen) else {
             return;
@@ -311,23 +303,26 @@ impl Work<'_> {
             return;
         };
         let mut due = decided_at + delay;
-        if h.hint_wait {
-            due = due.max(h.wait_due);
+        if h.hint {
+            due = due.max(h.next_due);
         }
         if due >= deadline && h.running.is_empty() {
             self.total_timeout();
             return;
         }
         let wait = (due - decided_at).max(0.0);
-        self.backoff_effect(gen, attempt, wait, elapsed);
         if due >= deadline {
             // Nothing may start before the deadline: the running attempts
             // go on alone.
-            self.cancel_wait(gen);
-        } else if wait <= 0.0 {
+            h.hint = false;
+            h.next_due = f64::INFINITY;
+        } else if wait > 0.0 {
+            h.hint = true;
+            h.next_due = due;
+        }
+        self.backoff_effect(gen, attempt, wait, elapsed);
+        if wait <= 0.0 && due < deadline {
             self.begin_attempt(newest.saturating_add(1), decided_at);
-        } else {
-            self.arm_wait(gen, due, wait, true);
         }
         self.push(Step::Resume {
             gen,
@@ -336,22 +331,9 @@ impl Work<'_> {
         });
     }
 
-    /// No attempt starts at a hedge time any more (the budget refused).
-    pub(super) fn cancel_spacing(&mut self, gen: u32) {
-        let hint = self
-            .b
-            .flow
-            .as_ref()
-            .and_then(|f| f.hedge.as_deref())
-            .is_some_and(|h| h.hint_wait);
-        if !hint {
-            self.cancel_wait(gen);
-        }
-    }
-
-    /// After attempt `after` started (at `now` or earlier), the next one
-    /// starts in `ms`: now (after the synchronous part of `after`), at a
-    /// timer, or, for an infinite delay, only after a failure.
+    /// After attempt `after` started (at `now` or earlier), the next one is
+    /// due in `ms`: now (after the synchronous part of `after`), at a timer,
+    /// or, for an infinite delay, only after a failure.
     pub(super) fn schedule_next(&mut self, gen: u32, after: u32, ms: f64, now: f64) {
         if ms <= 0.0 {
             self.push(Step::StartNext {
@@ -359,15 +341,16 @@ impl Work<'_> {
                 after,
                 at: now,
             });
-        } else if ms.is_finite() {
-            self.arm_wait(gen, now + ms, ms, false);
+        } else if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
+            h.next_due = now + ms;
         }
     }
 
     /// Starts attempt `attempt` of the active hedged flow at `now`, while
-    /// the earlier ones go on.
+    /// the earlier ones go on, and plans the next one.
+    #[inline(never)]
     fn begin_hedged(&mut self, attempt: u32, now: f64) {
-        let limit = self.c.policy.max_execution_time;
+        let policy = &*self.c.policy;
         let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
@@ -378,16 +361,24 @@ impl Work<'_> {
         };
         let running = h.running.len() as u32;
         flow.attempt = attempt;
-        h.hint_wait = false;
+        h.hint = false;
+        h.next_due = f64::INFINITY;
         h.running.push(Running {
             attempt,
             started: now,
-            deadline: now + limit,
+            deadline: now + policy.max_execution_time,
         });
+        // When the next one starts, when no function has to say.
+        let asks = policy.hedge.is_some() && h.stop.is_none() && plans_with_functions(policy);
+        let mut delay = f64::INFINITY;
+        if let (Some(Num::Static(d)), None, false) = (policy.hedge, h.stop, asks) {
+            if f64::from(attempt) < effective_max_attempts(policy, None) {
+                delay = d;
+            }
+        }
         self.c.state.current_attempt = attempt;
         self.c.state.is_executing = true;
         self.touch();
-        self.cancel_wait(gen);
         if running > 0 && self.c.policy.has(Cb::Hedge) {
             self.emit(Effect::Hedge {
                 gen,
@@ -396,34 +387,22 @@ impl Work<'_> {
                 elapsed,
             });
         }
-        self.rearm_deadline(now);
-        self.emit(Effect::Invoke { gen, attempt });
-        self.plan_next(gen, attempt, now);
-    }
-
-    /// When the attempt after `attempt` (just started) starts.
-    fn plan_next(&mut self, gen: u32, attempt: u32, now: f64) {
-        let policy = &*self.c.policy;
-        let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) else {
-            return;
-        };
-        if !h.plans_spacing() {
-            return;
+        // The timers first: a host settles an attempt only after its
+        // Invoke, so none can be left queued behind a settled flow. A
+        // delay of 0 starts the next attempt after this one's Invoke.
+        if delay > 0.0 {
+            self.schedule_next(gen, attempt, delay, now);
         }
-        match policy.hedge {
-            None => {}
-            Some(_) if plans_with_functions(policy) => {
-                h.jobs.push(Job::Started(attempt));
-                self.push(Step::Resume {
-                    gen,
-                    at: now,
-                    decided: false,
-                });
+        self.sync_timers(now);
+        self.emit(Effect::Invoke { gen, attempt });
+        if delay <= 0.0 {
+            self.schedule_next(gen, attempt, delay, now);
+        }
+        if asks {
+            if let Some(flow) = self.b.flow.as_mut() {
+                flow.phase = Phase::Gathering(start_gather(attempt));
             }
-            Some(Num::Static(d)) if f64::from(attempt) < effective_max_attempts(policy, None) => {
-                self.schedule_next(gen, attempt, d, now);
-            }
-            Some(_) => {}
+            self.gather_start(now);
         }
     }
 
@@ -454,56 +433,38 @@ impl Work<'_> {
         self.begin_hedged(after.saturating_add(1), now);
     }
 
-    /// Takes the waiting decisions of the active hedged flow in order, one
-    /// at a time: each goes on until it asks a function for a value or
-    /// queues callbacks, and the next one waits until it is done.
-    fn next_job(&mut self, now: f64, budgets: &mut dyn Budgets) {
-        loop {
-            let Some(flow) = self.b.flow.as_mut() else {
-                return;
-            };
-            let gen = flow.gen;
-            let newest = flow.attempt;
-            let idle = matches!(flow.phase, Phase::Attempt);
-            let Some(h) = flow.hedge.as_deref_mut() else {
-                return;
-            };
-            if !idle || h.jobs.is_empty() {
-                return;
-            }
-            match h.jobs.remove(0) {
-                Job::Failed { attempt, timed_out } => {
-                    flow.phase = Phase::Gathering(Box::new(Gather::new(attempt)));
-                    if timed_out {
-                        self.call(gen, Cb::ExecutionTimeout, 0);
-                        self.emit(Effect::TimeOut { gen, attempt });
-                        self.push(Step::MarkError { gen });
-                    }
-                    self.gather(now, budgets);
-                }
-                Job::Started(attempt) => {
-                    flow.phase = Phase::Gathering(start_gather(attempt));
-                    self.gather(now, budgets);
-                }
-                Job::Due {
-                    granted: true,
-                    after,
-                } => {
-                    if h.hint_wait && after == newest {
-                        self.begin_hedged(after.saturating_add(1), now);
-                    }
-                }
-                Job::Due {
-                    granted: false,
-                    after,
-                } => self.spacing_due(after, now, budgets),
-            }
+    /// Takes the oldest failure of the active hedged flow waiting for its
+    /// decision, unless a decision is under way.
+    fn next_failure(&mut self, now: f64, budgets: &mut dyn Budgets) {
+        let Some(flow) = self.b.flow.as_mut() else {
+            return;
+        };
+        let gen = flow.gen;
+        let idle = matches!(flow.phase, Phase::Attempt);
+        let Some(h) = flow.hedge.as_deref_mut() else {
+            return;
+        };
+        let Some(&(attempt, timed_out)) = h.failed.first().filter(|_| idle) else {
+            return;
+        };
+        // Not `Vec::remove`: its panic message would link the integer
+        // formatting into the module (kilobytes).
+        h.failed.rotate_left(1);
+        h.failed.pop();
+        flow.phase = Phase::Gathering(Box::new(Gather::new(attempt)));
+        if timed_out {
+            self.call(gen, Cb::ExecutionTimeout, 0);
+            self.emit(Effect::TimeOut { gen, attempt });
+            self.push(Step::MarkError { gen });
         }
+        self.gather(now, budgets);
     }
 
-    /// Arms the `Attempt` timer for the earliest deadline among the running
-    /// attempts of the active hedged flow, if that changed.
-    fn rearm_deadline(&mut self, now: f64) {
+    /// Arms the `Attempt` timer for the earliest deadline of the active
+    /// hedged flow's running attempts, and the `Wait` for its next start,
+    /// when either is earlier than what the timer is armed for.
+    #[inline(never)]
+    fn sync_timers(&mut self, now: f64) {
         let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
@@ -511,58 +472,58 @@ impl Work<'_> {
         let Some(h) = flow.hedge.as_deref_mut() else {
             return;
         };
-        let earliest = h
+        let deadline = h
             .running
             .iter()
             .fold(f64::INFINITY, |m, r| m.min(r.deadline));
-        if earliest == h.armed_deadline {
-            return;
+        let due = h.next_due;
+        let arm_deadline = deadline < h.deadline_armed;
+        let arm_wait = due < h.wait_armed;
+        if arm_deadline {
+            h.deadline_armed = deadline;
         }
-        h.armed_deadline = earliest;
-        self.disarm(gen, Timer::Attempt);
-        if earliest.is_finite() {
-            self.emit(Effect::StartTimer {
-                gen,
-                timer: Timer::Attempt,
-                ms: backoff::clamp_delay(earliest - now),
-            });
+        if arm_wait {
+            h.wait_armed = due;
+        }
+        if arm_deadline {
+            self.rearm(gen, Timer::Attempt, deadline - now);
+        }
+        if arm_wait {
+            self.rearm(gen, Timer::Wait, due - now);
         }
     }
 
-    /// Arms the `Wait` of hedged flow `gen` to end at `due`, `ms` from now;
-    /// `hint`: a hint's wait, which grants the next attempt.
-    fn arm_wait(&mut self, gen: u32, due: f64, ms: f64, hint: bool) {
-        self.cancel_wait(gen);
-        if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
-            h.hint_wait = hint;
-            h.wait_due = due;
+    /// Starts `timer` of flow `gen` for `ms`, in place of the one armed or
+    /// queued.
+    fn rearm(&mut self, gen: u32, timer: Timer, ms: f64) {
+        self.purge(false, &|s| {
+            matches!(*s, Step::Out(Effect::StartTimer { gen: g, timer: t, .. }) if g == gen && t == timer)
+        });
+        // A clear of this timer still queued would come after the start
+        // (what a step queues goes first): it is moved here.
+        let moved = self.b.expanding
+            && self.purge(
+                true,
+                &|s| matches!(*s, Step::Out(Effect::ClearTimer { timer: t }) if t == timer),
+            );
+        if moved {
+            self.emit(Effect::ClearTimer { timer });
+        } else {
+            self.clear_timer(timer);
         }
         self.emit(Effect::StartTimer {
             gen,
-            timer: Timer::Wait,
+            timer,
             ms: backoff::clamp_delay(ms),
         });
     }
 
-    /// Clears the `Wait` of hedged flow `gen`: no start is due from it.
-    fn cancel_wait(&mut self, gen: u32) {
-        if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
-            h.hint_wait = false;
-            h.wait_due = f64::INFINITY;
-            h.jobs.retain(|j| !matches!(j, Job::Due { .. }));
-        }
-        self.disarm(gen, Timer::Wait);
-    }
-
-    /// Clears `timer` of flow `gen`, whether it is armed or its start is
-    /// still queued.
-    fn disarm(&mut self, gen: u32, timer: Timer) {
-        let queued = |s: &Step| matches!(s, Step::Out(Effect::StartTimer { gen: g, timer: t, .. }) if *g == gen && *t == timer);
-        if self.b.head.as_ref().is_some_and(queued) {
-            self.b.head = None;
-        }
-        self.b.queue.retain(|s| !queued(s));
-        self.b.front.retain(|s| !queued(s));
-        self.clear_timer(timer);
+    /// Drops the queued timer starts of hedged flow `gen`, which ends: a
+    /// start a function's answer queued can still be behind it.
+    fn drop_timer_starts(&mut self, gen: u32) {
+        self.purge(
+            false,
+            &|s| matches!(*s, Step::Out(Effect::StartTimer { gen: g, .. }) if g == gen),
+        );
     }
 }

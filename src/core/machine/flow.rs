@@ -93,8 +93,9 @@ impl Work<'_> {
         if let Some(b) = self.c.policy.budget.and_then(|id| budgets.budget(id)) {
             b.record_success();
         }
+        self.drop_behind(gen);
         self.clear_timers();
-        self.cancel_others(&flow, attempt);
+        self.release(&flow, None, false, Some(attempt));
         self.unlisten(&flow);
         self.touch();
         self.call(gen, Cb::Success, 0);
@@ -126,8 +127,9 @@ impl Work<'_> {
             let Some(flow) = self.b.flow.take() else {
                 return;
             };
+            self.drop_behind(gen);
             self.clear_timers();
-            self.cancel_others(&flow, attempt);
+            self.release(&flow, None, false, Some(attempt));
             self.unlisten(&flow);
             self.c.state.is_executing = false;
             self.touch();
@@ -163,9 +165,8 @@ impl Work<'_> {
         let (gen, attempt) = (flow.gen, flow.attempt);
         if flow.hedge.is_some() {
             match timer {
-                Timer::Wait => self.hedge_due(now, budgets),
-                Timer::Attempt => self.hedge_deadlines(now, budgets),
                 Timer::Total => self.total_timeout(),
+                t => self.hedge_timer(t, now, budgets),
             }
             return;
         }
@@ -192,8 +193,8 @@ impl Work<'_> {
     pub(super) fn callback_threw(&mut self, gen: u32) {
         if self.b.flow.as_ref().map(|f| f.gen) == Some(gen) {
             if let Some(flow) = self.b.flow.take() {
-                self.drop_queued(gen);
-                self.end_quietly(&flow, Outcome::Thrown);
+                let timed_out = self.drop_queued(gen);
+                self.end_quietly(&flow, Outcome::Thrown, timed_out);
             }
             return;
         }
@@ -243,21 +244,19 @@ impl Work<'_> {
 
     /// `start` and `begin_attempt(1)` when `starts_plainly`.
     fn start_plainly(&mut self, gen: u32, now: f64, inside: Option<bool>) {
-        self.open_flow(gen, now, inside, false);
+        self.open_flow(gen, now, inside);
         self.c.state.version = self.c.state.version.wrapping_add(1);
         self.b.head = Some(Step::Out(Effect::Invoke { gen, attempt: 1 }));
     }
 
     /// Flow `gen`, started at `now`, becomes the active one, at attempt 1.
-    /// It hedges when the policy has `hedge`, `hedges` allows it and it
-    /// does not pass through. Inlined: the plain start is a hot path.
+    /// Inlined: the plain start is a hot path.
     #[inline(always)]
-    fn open_flow(&mut self, gen: u32, now: f64, inside: Option<bool>, hedges: bool) {
+    fn open_flow(&mut self, gen: u32, now: f64, inside: Option<bool>) {
         self.c.last_started = gen;
         let p = &*self.c.policy;
         let passthrough = inside.is_some_and(|forbids| forbids || p.nested == Nested::Passthrough);
         let forbids_inner = inside.unwrap_or(false) || !p.inner_retries;
-        let hedge = (hedges && !passthrough && p.hedge.is_some()).then(Hedged::new);
         let s = &mut self.c.state;
         s.is_executing = true;
         s.current_attempt = 1;
@@ -272,7 +271,7 @@ impl Work<'_> {
             listening: self.c.policy.signal,
             passthrough,
             forbids_inner,
-            hedge,
+            hedge: None,
         });
     }
 
@@ -302,7 +301,12 @@ impl Work<'_> {
             });
             return;
         }
-        self.open_flow(gen, now, inside, hedges);
+        self.open_flow(gen, now, inside);
+        if let Some(flow) = self.b.flow.as_mut() {
+            if hedges && !flow.passthrough && self.c.policy.hedge.is_some() {
+                flow.hedge = Some(Hedged::new());
+            }
+        }
         let total = self.c.policy.max_total_execution_time;
         if self.c.policy.signal {
             self.emit(Effect::Listen { gen });
@@ -325,28 +329,20 @@ impl Work<'_> {
     // ----- ending -----
 
     pub(super) fn total_timeout(&mut self) {
-        let Some(flow) = self.b.flow.take() else {
-            return;
-        };
-        let gen = flow.gen;
-        self.drop_queued(gen);
-        self.call(gen, Cb::TotalExecutionTimeout, 0);
-        self.abort_attempts(&flow, AbortReason::TotalTimeout, true);
-        self.clear_timers();
-        self.unlisten(&flow);
-        self.c.state.is_executing = false;
-        self.touch();
-        self.call(gen, Cb::Abort, AbortReason::TotalTimeout as u32);
-        self.emit(Effect::Finish {
-            gen,
-            outcome: Outcome::Undefined,
-        });
+        if let Some(flow) = self.b.flow.take() {
+            self.abort_flow(flow, AbortReason::TotalTimeout);
+        }
     }
 
+    /// Ends `flow` for `reason` (`onTotalExecutionTimeout` first, for the
+    /// total deadline).
     pub(super) fn abort_flow(&mut self, flow: Flow, reason: AbortReason) {
         let gen = flow.gen;
-        self.drop_queued(gen);
-        self.abort_attempts(&flow, reason, true);
+        let timed_out = self.drop_queued(gen);
+        if reason == AbortReason::TotalTimeout {
+            self.call(gen, Cb::TotalExecutionTimeout, 0);
+        }
+        self.release(&flow, Some(reason), true, timed_out);
         self.clear_timers();
         self.unlisten(&flow);
         self.c.state.is_executing = false;
@@ -359,9 +355,11 @@ impl Work<'_> {
     }
 
     /// Ends a flow without callbacks (invalid dynamic value, a throwing
-    /// callback or option function); a running attempt is aborted.
-    pub(super) fn end_quietly(&mut self, flow: &Flow, outcome: Outcome) {
-        self.abort_attempts(flow, AbortReason::Manual, false);
+    /// callback or option function); a running attempt is aborted, and
+    /// `timed_out`, one whose `TimeOut` was dropped from the queue.
+    pub(super) fn end_quietly(&mut self, flow: &Flow, outcome: Outcome, timed_out: Option<u32>) {
+        self.drop_behind(flow.gen);
+        self.release(flow, Some(AbortReason::Manual), false, timed_out);
         self.clear_timers();
         self.unlisten(flow);
         self.c.state.is_executing = false;
@@ -385,8 +383,9 @@ impl Work<'_> {
     /// wait (a `beforeRetry` hook stopped the flow).
     pub(super) fn conclude(&mut self, flow: &Flow, reason: GiveUp, attempt_failed: bool) {
         let gen = flow.gen;
+        self.drop_behind(gen);
         self.clear_timers();
-        self.cancel_others(flow, 0);
+        self.release(flow, None, false, None);
         self.unlisten(flow);
         if attempt_failed {
             self.call(gen, Cb::Error, 0);

@@ -619,16 +619,48 @@ impl Work<'_> {
         }
     }
 
-    fn drop_queued(&mut self, gen: u32) {
-        if matches!(&self.b.head, Some(s) if s.gen() == Some(gen) && s.is_progress()) {
-            self.b.head = None;
+    /// Drops what flow `gen` queued to go on (it ends). Returns the
+    /// attempt of a `TimeOut` dropped, whose signal the end must abort.
+    fn drop_queued(&mut self, gen: u32) -> Option<u32> {
+        let timed_out = self
+            .b
+            .head
+            .iter()
+            .chain(self.b.queue.iter())
+            .chain(self.b.front.iter())
+            .find_map(|s| match *s {
+                Step::Out(Effect::TimeOut { gen: g, attempt }) if g == gen => Some(attempt),
+                _ => None,
+            });
+        self.purge(false, &|s| s.gen() == Some(gen) && s.is_progress());
+        timed_out
+    }
+
+    /// Flow `gen` ends while a step is being expanded: what the step
+    /// queues goes before what was queued after it, so whatever the flow
+    /// still had queued to go on would come after its `Finish`; it is
+    /// dropped. (A host that drains before each input never has any.)
+    fn drop_behind(&mut self, gen: u32) {
+        if self.b.expanding {
+            self.purge(true, &|s| s.gen() == Some(gen) && s.is_progress());
         }
-        self.b
-            .queue
-            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
-        self.b
-            .front
-            .retain(|s| !(s.gen() == Some(gen) && s.is_progress()));
+    }
+
+    /// Drops the queued steps `drop` picks: only those queued after the
+    /// step being expanded with `behind`, else all. Returns whether any
+    /// was. (One function, not a `retain` per caller: each would be its
+    /// own copy in the module.)
+    #[inline(never)]
+    fn purge(&mut self, behind: bool, drop: &dyn Fn(&Step) -> bool) -> bool {
+        let before = self.b.queue.len() + self.b.front.len() + usize::from(self.b.head.is_some());
+        if !behind {
+            if self.b.head.as_ref().is_some_and(drop) {
+                self.b.head = None;
+            }
+            self.b.front.retain(|s| !drop(s));
+        }
+        self.b.queue.retain(|s| !drop(s));
+        before != self.b.queue.len() + self.b.front.len() + usize::from(self.b.head.is_some())
     }
 
     fn touch(&mut self) {

@@ -7,7 +7,7 @@
 
 use alloc::boxed::Box;
 
-use super::{effective_max_attempts, Phase, Step, Work};
+use super::{effective_max_attempts, Flow, Phase, Step, Work};
 use crate::core::backoff::{self, Backoff, Jitter};
 use crate::core::budget::Budgets;
 use crate::core::effect::{Effect, Eval, GiveUp, Outcome, Provided};
@@ -163,7 +163,7 @@ impl Work<'_> {
                 Outcome::Invalid(what.opt())
             };
             if let Some(flow) = self.b.flow.take() {
-                self.end_quietly(&flow, outcome);
+                self.end_quietly(&flow, outcome, None);
             }
             return;
         }
@@ -171,25 +171,30 @@ impl Work<'_> {
     }
 
     /// Collects what the decision about the active flow needs, asking for
-    /// one function value at a time, then decides.
+    /// one function value at a time, then decides. A hedged flow (SPEC
+    /// §2c) takes the same decision without the backoff options: its
+    /// attempts are counted from the newest started, a budget that refused
+    /// once keeps refusing, and a failure while others run (or while a
+    /// granted start waits) ends nothing; the next attempt starts at once,
+    /// or when a `retryAfter` hint ends.
     pub(super) fn gather(&mut self, now: f64, budgets: &mut dyn Budgets) {
-        let Some(flow) = self.b.flow.as_ref() else {
-            return;
-        };
-        if flow.hedge.is_some() {
-            self.gather_hedged(now, budgets);
-            return;
-        }
         let policy = &self.c.policy;
         let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
-        let gen = flow.gen;
-        let Phase::Gathering(g) = &mut flow.phase else {
+        let (gen, newest, passthrough) = (flow.gen, flow.attempt, flow.passthrough);
+        let Flow { hedge, phase, .. } = flow;
+        let Phase::Gathering(g) = phase else {
             return;
         };
+        if g.started {
+            self.gather_start(now);
+            return;
+        }
         let attempt = g.attempt;
-        if flow.passthrough && g.decided.is_none() {
+        let mut hedge = hedge.as_deref_mut();
+        let hedged = hedge.is_some();
+        if passthrough && g.decided.is_none() {
             // The enclosing flow owns the retry, and counts the failure
             // against any budget it shares.
             g.decided = Some(Some(GiveUp::Nested));
@@ -210,14 +215,21 @@ impl Work<'_> {
             return;
         }
         if g.decided.is_none() {
-            let max = effective_max_attempts(policy, g.max_attempts);
+            let mut known = g.max_attempts;
+            let mut stop = None;
+            if let Some(h) = hedge.as_deref_mut() {
+                h.max_attempts = known.or(h.max_attempts);
+                known = h.max_attempts;
+                stop = h.stop;
+            }
+            let max = effective_max_attempts(policy, known);
             let budget = policy.budget.and_then(|id| budgets.budget(id));
             let mut verdict = if !should {
                 Some(GiveUp::NotRetryable)
-            } else if f64::from(attempt) >= max {
+            } else if f64::from(newest) >= max {
                 Some(GiveUp::AttemptsExhausted)
             } else {
-                None
+                stop
             };
             if let Some(b) = budget {
                 b.record_failure();
@@ -225,9 +237,32 @@ impl Work<'_> {
                     verdict = Some(GiveUp::BudgetExhausted);
                 }
             }
+            if let Some(h) = hedge.as_deref_mut() {
+                if verdict == Some(GiveUp::BudgetExhausted) {
+                    // Once the budget refused, no attempt starts.
+                    h.stop = verdict;
+                    if !h.hint {
+                        h.next_due = f64::INFINITY;
+                    }
+                }
+            }
             g.decided = Some(verdict);
         }
         if let Some(Some(reason)) = g.decided {
+            let goes_on = hedge.is_some_and(|h| !h.is_spent());
+            if goes_on && reason != GiveUp::NotRetryable {
+                // Others still run (or a granted start waits): this
+                // failure is reported, and nothing new starts for it.
+                *phase = Phase::Deciding;
+                self.call(gen, Cb::Error, 0);
+                self.call(gen, Cb::Settled, 0);
+                self.push(Step::Resume {
+                    gen,
+                    at: now,
+                    decided: true,
+                });
+                return;
+            }
             // With retryOnExecutionTimeout a timed-out attempt is an ordinary
             // failed attempt, so a timed-out last one exhausts the attempts.
             if let Some(flow) = self.b.flow.take() {
@@ -235,14 +270,14 @@ impl Work<'_> {
             }
             return;
         }
-        let uses_base = policy.intervals.is_none() && policy.backoff != Backoff::Custom;
-        let base_dynamic = policy.base_wait == Num::Dynamic;
-        if uses_base && base_dynamic && g.base_wait.is_none() {
+        let backoff = !hedged && policy.intervals.is_none();
+        let uses_base = backoff && policy.backoff != Backoff::Custom;
+        if uses_base && policy.base_wait == Num::Dynamic && g.base_wait.is_none() {
             let step = ask(g, gen, Eval::BaseWait);
             self.push(step);
             return;
         }
-        if policy.max_wait == Num::Dynamic && g.max_wait.is_none() {
+        if !hedged && policy.max_wait == Num::Dynamic && g.max_wait.is_none() {
             let step = ask(g, gen, Eval::MaxWait);
             self.push(step);
             return;
@@ -252,11 +287,12 @@ impl Work<'_> {
             self.push(step);
             return;
         }
-        if policy.intervals.is_none() && policy.backoff == Backoff::Custom && g.custom.is_none() {
+        if backoff && policy.backoff == Backoff::Custom && g.custom.is_none() {
             let step = ask(g, gen, Eval::Backoff);
             self.push(step);
             return;
         }
+        let hint = g.retry_after.flatten();
         let inputs = DelayInputs {
             attempt,
             base: match policy.base_wait {
@@ -267,12 +303,18 @@ impl Work<'_> {
                 Num::Static(v) => v,
                 Num::Dynamic => g.max_wait.unwrap_or(f64::INFINITY),
             },
-            retry_after: g.retry_after.flatten(),
+            retry_after: hint,
             custom: g.custom.unwrap_or(0.0),
         };
-        flow.phase = Phase::Deciding;
-        let delay = self.delay(inputs);
-        self.retry_callbacks(gen, attempt);
+        *phase = Phase::Deciding;
+        let delay = if hedged {
+            hint.map_or(0.0, backoff::clamp_delay)
+        } else {
+            self.delay(inputs)
+        };
+        self.call(gen, Cb::Error, 0);
+        self.call(gen, Cb::Retry, attempt);
+        self.call(gen, Cb::Settled, 0);
         self.push(Step::Continue {
             gen,
             attempt,
@@ -281,140 +323,49 @@ impl Work<'_> {
         });
     }
 
-    /// A hedged flow's decision (SPEC §2c): after a start, when the next
-    /// attempt starts; after a failure, whether the flow ends (a refusing
-    /// `shouldRetry`, or nothing left to run) or goes on, and whether a
-    /// `retryAfter` hint holds the next attempt back. The backoff options
-    /// are not used.
-    fn gather_hedged(&mut self, now: f64, budgets: &mut dyn Budgets) {
+    /// A hedged flow's decision after attempt `attempt` started, when a
+    /// function gives its hedge delay or `maxAttempts`: when the next
+    /// attempt starts (only while it is the newest and a timed start may
+    /// follow it).
+    #[inline(never)]
+    pub(super) fn gather_start(&mut self, now: f64) {
         let policy = &self.c.policy;
         let Some(flow) = self.b.flow.as_mut() else {
             return;
         };
         let (gen, newest) = (flow.gen, flow.attempt);
-        let Some(h) = flow.hedge.as_deref_mut() else {
-            return;
-        };
-        let Phase::Gathering(g) = &mut flow.phase else {
+        let Flow { hedge, phase, .. } = flow;
+        let (Some(h), Phase::Gathering(g)) = (hedge.as_deref_mut(), &mut *phase) else {
             return;
         };
         let attempt = g.attempt;
-        let dynamic_max = policy.max_attempts == Num::Dynamic;
-        if g.started {
-            // Only while it is the newest attempt and a timed start may
-            // follow it.
-            let open = newest == attempt && h.plans_spacing() && policy.hedge.is_some();
-            if open && dynamic_max && g.max_attempts.is_none() {
-                let step = ask(g, gen, Eval::MaxAttempts);
-                self.push(step);
-                return;
-            }
-            if let Some(m) = g.max_attempts {
-                h.max_attempts = Some(m);
-            }
-            let more = open && f64::from(newest) < effective_max_attempts(policy, h.max_attempts);
-            let delay = match policy.hedge {
-                Some(Num::Static(v)) => Some(v),
-                _ => g.hedge,
-            };
-            if more && delay.is_none() {
-                let step = ask(g, gen, Eval::Hedge);
-                self.push(step);
-                return;
-            }
-            let since = h.started_at(attempt).unwrap_or(now);
-            flow.phase = Phase::Attempt;
-            if let (true, Some(d)) = (more, delay) {
-                self.schedule_next(gen, attempt, since + d - now, now);
-            }
-            self.push(Step::Resume {
-                gen,
-                at: now,
-                decided: false,
-            });
-            return;
-        }
-        if policy.should_retry && g.decided.is_none() && g.should_retry.is_none() {
-            let step = ask(g, gen, Eval::ShouldRetry);
-            self.push(step);
-            return;
-        }
-        let should = g.should_retry.unwrap_or(true);
-        if should && g.decided.is_none() && dynamic_max && g.max_attempts.is_none() {
+        let open = newest == attempt && h.plans_spacing() && policy.hedge.is_some();
+        if open && policy.max_attempts == Num::Dynamic && g.max_attempts.is_none() {
             let step = ask(g, gen, Eval::MaxAttempts);
             self.push(step);
             return;
         }
-        if g.decided.is_none() {
-            if let Some(m) = g.max_attempts {
-                h.max_attempts = Some(m);
-            }
-            let max = effective_max_attempts(policy, h.max_attempts);
-            let mut verdict = if !should {
-                Some(GiveUp::NotRetryable)
-            } else if f64::from(newest) >= max {
-                Some(GiveUp::AttemptsExhausted)
-            } else {
-                h.stop
-            };
-            if let Some(b) = policy.budget.and_then(|id| budgets.budget(id)) {
-                b.record_failure();
-                if verdict.is_none() && !b.allows_retry() {
-                    verdict = Some(GiveUp::BudgetExhausted);
-                }
-            }
-            if verdict == Some(GiveUp::BudgetExhausted) {
-                // Sticky: once the budget refused, no attempt starts.
-                h.stop = verdict;
-            }
-            g.decided = Some(verdict);
+        h.max_attempts = g.max_attempts.or(h.max_attempts);
+        let more = open && f64::from(newest) < effective_max_attempts(policy, h.max_attempts);
+        let delay = match policy.hedge {
+            Some(Num::Static(v)) => Some(v),
+            _ => g.hedge,
+        };
+        if more && delay.is_none() {
+            let step = ask(g, gen, Eval::Hedge);
+            self.push(step);
+            return;
         }
-        match g.decided {
-            Some(Some(reason)) if reason == GiveUp::NotRetryable || h.is_spent() => {
-                if let Some(flow) = self.b.flow.take() {
-                    self.give_up(&flow, reason);
-                }
-            }
-            Some(Some(reason)) => {
-                // Others still run (or a granted start waits): this failure
-                // is reported, and the flow goes on without a new start.
-                flow.phase = Phase::Deciding;
-                if reason == GiveUp::BudgetExhausted {
-                    self.cancel_spacing(gen);
-                }
-                self.call(gen, Cb::Error, 0);
-                self.call(gen, Cb::Settled, 0);
-                self.push(Step::Resume {
-                    gen,
-                    at: now,
-                    decided: true,
-                });
-            }
-            _ => {
-                if policy.retry_after && g.retry_after.is_none() {
-                    let step = ask(g, gen, Eval::RetryAfter);
-                    self.push(step);
-                    return;
-                }
-                let delay = g.retry_after.flatten().map_or(0.0, backoff::clamp_delay);
-                flow.phase = Phase::Deciding;
-                self.retry_callbacks(gen, attempt);
-                self.push(Step::Continue {
-                    gen,
-                    attempt,
-                    delay,
-                    decided_at: now,
-                });
-            }
+        let since = h.started_at(attempt).unwrap_or(now);
+        *phase = Phase::Attempt;
+        if let (true, Some(d)) = (more, delay) {
+            self.schedule_next(gen, attempt, since + d - now, now);
         }
-    }
-
-    /// `onError`, `onRetry` and `onSettled` of a failed attempt another
-    /// one follows.
-    fn retry_callbacks(&mut self, gen: u32, attempt: u32) {
-        self.call(gen, Cb::Error, 0);
-        self.call(gen, Cb::Retry, attempt);
-        self.call(gen, Cb::Settled, 0);
+        self.push(Step::Resume {
+            gen,
+            at: now,
+            decided: false,
+        });
     }
 
     fn delay(&mut self, d: DelayInputs) -> f64 {
@@ -539,7 +490,7 @@ impl Work<'_> {
             }
             Provided::Threw => {
                 if let Some(flow) = self.b.flow.take() {
-                    self.end_quietly(&flow, Outcome::Thrown);
+                    self.end_quietly(&flow, Outcome::Thrown, None);
                 }
             }
             _ => self.begin_attempt(attempt, now),

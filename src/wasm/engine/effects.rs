@@ -21,6 +21,7 @@ use super::run::Run;
 use super::user_code::{self, Nesting};
 use super::wakeups;
 use crate::core::effect::{AbortReason, Effect, Outcome, Provided, Timer};
+use crate::core::options::Cb;
 
 impl From<InUse> for JsValue {
     fn from(_: InUse) -> JsValue {
@@ -46,7 +47,7 @@ impl Run {
                 let Some(exec) = self.find(gen) else {
                     return Ok(());
                 };
-                exec.begin(attempt, |a| {
+                exec.begin(attempt, &|a| {
                     d.read(|m| m.is_running(gen, a)).unwrap_or(false)
                 });
                 let classify = || wakeups::fetched(self.at, gen);
@@ -82,7 +83,7 @@ impl Run {
             Effect::AbortAttempt { gen, reason, .. } => {
                 if let Some(exec) = self.find(gen) {
                     exec.kind.aborted(reason);
-                    exec.abort_signal(None, || errors::abort_error(reason.name()));
+                    exec.abort_signal(None, &|| errors::abort_error(reason.name()));
                 }
             }
             Effect::TimeOut { gen, attempt } => {
@@ -92,12 +93,12 @@ impl Run {
                     let error = errors::timeout_error(limit);
                     exec.set_value(error.clone());
                     observers::keep_error(me, &error);
-                    exec.abort_signal(Some(attempt), || error);
+                    exec.abort_signal(Some(attempt), &|| error.clone());
                 }
             }
             Effect::CancelAttempt { gen, attempt } => {
                 if let Some(exec) = self.find(gen) {
-                    exec.abort_signal(Some(attempt), || errors::abort_error(LOST));
+                    exec.abort_signal(Some(attempt), &|| errors::abort_error(LOST));
                 }
             }
             Effect::Call { gen, cb, arg } => {
@@ -112,25 +113,13 @@ impl Run {
                 attempt,
                 delay,
                 elapsed,
-            } => {
-                if let Some(exec) = self.find(gen) {
-                    if user_code::backoff(me, &exec, attempt, delay, elapsed).is_err() {
-                        d.with(|m| m.callback_threw(gen))?;
-                    }
-                }
-            }
+            } => self.notify(d, gen, Cb::Backoff, attempt, delay, elapsed)?,
             Effect::Hedge {
                 gen,
                 attempt,
                 running,
                 elapsed,
-            } => {
-                if let Some(exec) = self.find(gen) {
-                    if user_code::hedge(me, &exec, attempt, running, elapsed).is_err() {
-                        d.with(|m| m.callback_threw(gen))?;
-                    }
-                }
-            }
+            } => self.notify(d, gen, Cb::Hedge, attempt, f64::from(running), elapsed)?,
             Effect::Eval { gen, what, attempt } => {
                 if let Some(exec) = self.find(gen) {
                     let value = user_code::evaluate(me, &exec, what, attempt);
@@ -184,6 +173,24 @@ impl Run {
                     };
                     exec.resolve(&exec.kind.settle(outcome, value));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// `onBackoff` or `onHedge` of flow `gen` (see `user_code::notify`).
+    fn notify(
+        &self,
+        d: &Decider,
+        gen: u32,
+        cb: Cb,
+        attempt: u32,
+        n: f64,
+        elapsed: f64,
+    ) -> Result<(), JsValue> {
+        if let Some(exec) = self.find(gen) {
+            if user_code::notify(&self.me, &exec, cb, attempt, n, elapsed).is_err() {
+                d.with(|m| m.callback_threw(gen))?;
             }
         }
         Ok(())

@@ -107,7 +107,7 @@ impl Execution {
 
     /// Attempt `attempt` is invoked: what was made for attempts that no
     /// longer run (`running` says which still do) is let go.
-    pub fn begin(&self, attempt: u32, running: impl Fn(u32) -> bool) {
+    pub fn begin(&self, attempt: u32, running: &dyn Fn(u32) -> bool) {
         let mut made = self.made.take();
         if !made.is_empty() {
             made.retain(|m| {
@@ -165,22 +165,32 @@ impl Execution {
     /// Aborts the signal of attempt `attempt` with `reason()`, if anyone
     /// asked for it (its listeners run now); with `None`, every signal the
     /// flow handed out (it ends).
-    pub fn abort_signal(&self, attempt: Option<u32>, reason: impl FnOnce() -> JsValue) {
+    pub fn abort_signal(&self, attempt: Option<u32>, reason: &dyn Fn() -> JsValue) {
+        let mut error: Option<JsValue> = None;
+        // One at a time, with the list in place while a listener runs (it
+        // may ask for a signal again); at most once per entry, whatever a
+        // patched `aborted` getter says.
+        let mut left = 1 + self.made_len();
+        while left > 0 {
+            left -= 1;
+            let made = self.made.take();
+            let next = made
+                .iter()
+                .filter(|m| attempt.is_none_or(|a| m.attempt == a))
+                .find_map(|m| m.controller.clone().filter(|c| !c.signal().aborted()));
+            self.made.set(made);
+            let Some(c) = next else {
+                return;
+            };
+            c.abort_with_reason(error.get_or_insert_with(reason));
+        }
+    }
+
+    /// How many attempts something was made for.
+    fn made_len(&self) -> usize {
         let made = self.made.take();
-        // Put back before aborting: a listener may ask for a signal again.
-        let pending: Vec<AbortController> = made
-            .iter()
-            .filter(|m| attempt.is_none_or(|a| m.attempt == a))
-            .filter_map(|m| m.controller.clone())
-            .filter(|c| !c.signal().aborted())
-            .collect();
+        let n = made.len();
         self.made.set(made);
-        if pending.is_empty() {
-            return;
-        }
-        let reason = reason();
-        for c in pending {
-            c.abort_with_reason(&reason);
-        }
+        n
     }
 }

@@ -16,7 +16,7 @@ use js_sys::{Function, Promise};
 use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::super::js::Holder;
+use super::super::js::{self, Holder};
 use super::super::nesting::{self, Running};
 use super::super::props;
 use super::execution::Execution;
@@ -112,60 +112,31 @@ struct BackoffInfo {
     elapsed: f64,
 }
 
-/// `onBackoff({ delay, attempt, error, elapsed }, retryer)`; `Err` as for
-/// [`callback`].
-pub fn backoff(
+/// `onBackoff({ delay, attempt, error, elapsed }, retryer)` (`cb` is
+/// `Backoff`, `n` the delay) or `onHedge({ attempt, elapsed, running },
+/// retryer)` (`n` the attempts running); `Err` as for [`callback`].
+pub fn notify(
     me: &JsValue,
     exec: &Execution,
+    cb: Cb,
     attempt: u32,
-    delay: f64,
+    n: f64,
     elapsed: f64,
 ) -> Result<(), ()> {
-    let Some((options, f)) = option_fn(me, Opt::OnBackoff) else {
+    let Some((options, f)) = option_fn(me, cb.opt()) else {
         return Ok(());
     };
-    let info = BackoffInfo {
-        delay,
-        attempt,
-        error: exec.value(),
-        elapsed,
+    let info = if cb == Cb::Backoff {
+        let info = BackoffInfo {
+            delay: n,
+            attempt,
+            error: exec.value(),
+            elapsed,
+        };
+        serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED)
+    } else {
+        js::hedge_info(attempt, elapsed, n)
     };
-    let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
-    f.call2(&options, &info, me)
-        .map(drop)
-        .map_err(|e| exec.threw(e))
-}
-
-/// What `onHedge` receives about an attempt that starts while others run,
-/// written out by serde-wasm-bindgen.
-#[derive(Serialize)]
-struct HedgeInfo {
-    /// The attempt that starts (2, 3, ...).
-    attempt: u32,
-    /// ms since `execute()`.
-    elapsed: f64,
-    /// How many earlier attempts still run.
-    running: u32,
-}
-
-/// `onHedge({ attempt, elapsed, running }, retryer)`; `Err` as for
-/// [`callback`].
-pub fn hedge(
-    me: &JsValue,
-    exec: &Execution,
-    attempt: u32,
-    running: u32,
-    elapsed: f64,
-) -> Result<(), ()> {
-    let Some((options, f)) = option_fn(me, Opt::OnHedge) else {
-        return Ok(());
-    };
-    let info = HedgeInfo {
-        attempt,
-        elapsed,
-        running,
-    };
-    let info = serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED);
     f.call2(&options, &info, me)
         .map(drop)
         .map_err(|e| exec.threw(e))

@@ -10,11 +10,13 @@
 // jitter, callbacks and an outside signal; attempts run out (a rejection);
 // shouldRetry says no; the outside signal aborts during the wait; an inner
 // retryer failing once inside an outer's attempt (both counted); an attempt
-// timeout; abort() during the attempt; asyncRetry one-shots; retryFetch
-// calls against a local server (each call's retryer, reached through its
-// callbacks); retryFetch calls under one caller signal that outlives them
-// all, with a beforeRetry hook, their responses never read; and callbacks that throw, re-enter (abort, execute,
-// setOptions, reset) or keep a reference to their retryer.
+// timeout; abort() during the attempt; hedged attempts (a winner and its
+// cancelled losers, all failing, a timeout, abort()); asyncRetry
+// one-shots; retryFetch calls against a local server (each call's
+// retryer, reached through its callbacks); retryFetch calls under one
+// caller signal that outlives them all, with a beforeRetry hook, their
+// responses never read; and callbacks that throw, re-enter (abort,
+// execute, setOptions, reset) or keep a reference to their retryer.
 //
 // An Error thrown by the wrapped function matters here: V8 keeps the frames
 // it was thrown from, receiver included (the retryer), until its stack is
@@ -137,6 +139,39 @@ const KINDS = [
       const p = r.execute();
       r.abort();
       check((await p) === undefined, 'the aborted flow did not resolve undefined');
+    },
+  },
+  {
+    name: 'hedged attempts (a later one wins, all fail, one times out, abort())',
+    async run(watch, i) {
+      const mode = i % 4;
+      let k = 0;
+      let r;
+      r = watch(
+        new AsyncRetryer(
+          () => {
+            const n = ++k;
+            // Each attempt takes its own signal and listens on it.
+            r.getAbortSignal()?.addEventListener('abort', () => {});
+            if (mode === 1) return Promise.reject(new Error(`down ${n}`));
+            if (mode === 3 || n === 1) return new Promise(() => {});
+            return Promise.resolve(n);
+          },
+          {
+            // Mode 2: attempt 1 times out at 2 ms, before its hedge time,
+            // and attempt 2 starts at once.
+            hedge: mode === 2 ? 5 : 0,
+            maxAttempts: 3,
+            maxExecutionTime: mode === 2 ? 2 : undefined,
+            throwOnError: false,
+            onHedge: (info, me) => me.store.state.currentAttempt,
+          },
+        ),
+      );
+      const p = r.execute(i);
+      if (mode === 3) r.abort();
+      const v = await p;
+      check(mode === 0 || mode === 2 ? v === 2 : v === undefined, `hedged mode ${mode} resolved ${v}`);
     },
   },
   {
