@@ -20,7 +20,8 @@ use super::observers;
 use super::run::Run;
 use super::user_code::{self, Nesting};
 use super::wakeups;
-use crate::core::effect::{AbortReason, Effect, Outcome, Provided, Timer};
+use crate::core::effect::{AbortReason, Effect, GiveUp, Outcome, Provided, Timer};
+use crate::core::options::Cb;
 
 impl From<InUse> for JsValue {
     fn from(_: InUse) -> JsValue {
@@ -43,8 +44,13 @@ impl Run {
                     return Ok(());
                 };
                 exec.keep_controller_of(attempt);
+                // An observed flow calls inside the attempt channel's
+                // stores, and publishes the attempt's end once it returns.
+                let traced = exec.trace.as_ref().map(|t| t.attempt(attempt));
+                let traced = traced.as_ref().map(|(trace, context)| (*trace, context));
                 let classify = || wakeups::fetched(self.at, gen);
-                let promise: JsValue = match exec.kind.fetch(|| exec.signal(attempt), classify) {
+                let fetched = exec.kind.fetch(|| exec.signal(attempt), classify, traced);
+                let promise: JsValue = match fetched {
                     Some(p) => p.into(),
                     None => {
                         let nested = if nesting::enabled() {
@@ -54,7 +60,7 @@ impl Run {
                         } else {
                             None
                         };
-                        user_code::attempt(me, &exec, attempt, nested)
+                        user_code::attempt(me, &exec, attempt, nested, traced)
                     }
                 };
                 if wakeups::attach(&promise, self.at, gen, attempt).is_none() {
@@ -74,8 +80,13 @@ impl Run {
             Effect::AbortAttempt { gen, reason } => {
                 if let Some(exec) = self.find(gen) {
                     exec.kind.aborted(reason);
-                    if exec.has_controller() {
-                        exec.abort_signal(&errors::abort_error(reason.name()));
+                    let traced = exec.trace.as_deref();
+                    if exec.has_controller() || traced.is_some() {
+                        let error = errors::abort_error(reason.name());
+                        if let Some(t) = traced {
+                            t.ended(None, &error, true);
+                        }
+                        exec.abort_signal(&error);
                     }
                 }
             }
@@ -86,11 +97,25 @@ impl Run {
                     let error = errors::timeout_error(limit);
                     exec.set_value(error.clone());
                     observers::keep_error(me, &error);
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.ended(None, &error, false);
+                    }
                     exec.abort_signal(&error);
                 }
             }
             Effect::Call { gen, cb, arg } => {
                 if let Some(exec) = self.find(gen) {
+                    if let Some(t) = exec.trace.as_deref() {
+                        match cb {
+                            Cb::GiveUp => {
+                                t.because(GiveUp::from_code(arg).map_or("", GiveUp::name))
+                            }
+                            Cb::Abort => {
+                                t.because(AbortReason::from_code(arg).map_or("", AbortReason::name))
+                            }
+                            _ => {}
+                        }
+                    }
                     if user_code::callback(me, &exec, cb, arg).is_err() {
                         d.with(|m| m.callback_threw(gen))?;
                     }
@@ -103,6 +128,9 @@ impl Run {
                 elapsed,
             } => {
                 if let Some(exec) = self.find(gen) {
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.backoff(attempt, delay, &exec.value(), elapsed);
+                    }
                     if user_code::backoff(me, &exec, attempt, delay, elapsed).is_err() {
                         d.with(|m| m.callback_threw(gen))?;
                     }
@@ -157,7 +185,11 @@ impl Run {
                         Outcome::Thrown => exec.take_thrown(),
                         _ => exec.take_value(),
                     };
-                    exec.resolve(&exec.kind.settle(outcome, value));
+                    let settled = exec.kind.settle(outcome, value);
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.finish(&settled, || errors::abort_error("the flow ended"));
+                    }
+                    exec.resolve(&settled.unwrap_or_else(|e| Promise::reject(&e).into()));
                 }
             }
         }
@@ -186,6 +218,14 @@ impl Run {
             observers::keep_result(&self.me, &value);
         } else if !cancelled {
             observers::keep_error(&self.me, &value);
+        }
+        if let Some(t) = exec.trace.as_deref() {
+            t.settled(
+                attempt,
+                fulfilled,
+                &value,
+                exec.kind.response(fulfilled, &value),
+            );
         }
         exec.set_value(value);
         let input = if fulfilled {

@@ -4,6 +4,7 @@
 //! Fields are `Cell`s: a value is taken out, used, and put back, so no
 //! borrow exists to be held while JavaScript runs.
 
+use alloc::boxed::Box;
 use core::cell::Cell;
 
 use js_sys::{Array, Function};
@@ -12,6 +13,7 @@ use web_sys::{AbortController, AbortSignal};
 
 use super::super::js;
 use super::attempt::Kind;
+use super::traced::Traced;
 
 /// A flow's JavaScript side.
 pub struct Execution {
@@ -39,10 +41,19 @@ pub struct Execution {
     /// The token of the last attempt's context, while attempts are tracked
     /// for nesting (0: none).
     pub token: Cell<u32>,
+    /// What it publishes on the tracing channels, when observed. Boxed: a
+    /// flow nobody observes is one pointer larger, not a trace larger.
+    pub trace: Option<Box<Traced>>,
 }
 
 impl Execution {
-    pub fn new(gen: u32, args: Array, kind: Kind, resolve: Function) -> Execution {
+    pub fn new(
+        gen: u32,
+        args: Array,
+        kind: Kind,
+        resolve: Function,
+        trace: Option<Traced>,
+    ) -> Execution {
         Execution {
             gen,
             args,
@@ -53,6 +64,7 @@ impl Execution {
             invalid: Cell::new(JsValue::UNDEFINED),
             controller: Cell::new(None),
             token: Cell::new(0),
+            trace: trace.map(Box::new),
         }
     }
 

@@ -27,6 +27,8 @@ mod observers;
 mod fetch_call;
 // What an attempt is: a function call, or a fetch.
 mod attempt;
+// What an observed flow publishes on the tracing channels.
+mod traced;
 // One execute() call's JavaScript objects.
 mod execution;
 // Calling the user's code.
@@ -46,12 +48,14 @@ use web_sys::AbortSignal;
 use super::errors;
 use super::nesting::{self, Running};
 use super::props;
+use super::tracing;
 use crate::core::effect::{AbortReason, Timer};
 use crate::core::options::{Flag, Policy};
 use crate::core::slots::{Address, Slots};
 use decider::{Decider, Input};
 use execution::Execution;
 use run::Run;
+use traced::Traced;
 
 pub use attempt::Kind;
 pub use decider::SharedBudget;
@@ -136,14 +140,23 @@ impl Engine {
         } else {
             None
         };
+        // Observed flows publish on the tracing channels, beginning now.
+        let traced = tracing::observed_channels()
+            .map(|channels| Traced::begin(channels, me, &args, kind.request()));
+        let returned = traced.as_ref().map(Traced::flow);
+        let observed = traced.is_some();
         let now = js_sys::Date::now();
         let started = self
             .decider
-            .with(|m| m.execute_within(now, aborted, inside))
+            .with(|m| {
+                m.set_traced(observed);
+                m.execute_within(now, aborted, inside)
+            })
             .map_err(JsValue::from)
             .and_then(|gen| {
                 let run = self.run(me)?;
-                run.add(Execution::new(gen, args, kind, resolve.clone()))
+                let exec = Execution::new(gen, args, kind, resolve.clone(), traced);
+                run.add(exec)
                     .ok_or_else(|| errors::internal("executions in use"))
             });
         match started {
@@ -154,6 +167,9 @@ impl Engine {
                     .ok();
                 self.break_down(&e);
             }
+        }
+        if let Some((channels, flow)) = returned {
+            Traced::returned(&channels, &flow);
         }
         promise
     }
