@@ -141,8 +141,7 @@ impl Engine {
             None
         };
         // Observed flows publish on the tracing channels, beginning now.
-        let traced = tracing::observed_channels()
-            .map(|channels| Traced::begin(channels, me, &args, kind.request()));
+        let traced = tracing::observed_now().then(|| Traced::begin(me, &args, kind.request()));
         let returned = traced.as_ref().map(Traced::flow);
         let observed = traced.is_some();
         let now = js_sys::Date::now();
@@ -168,8 +167,8 @@ impl Engine {
                 self.break_down(&e);
             }
         }
-        if let Some((channels, flow)) = returned {
-            Traced::returned(&channels, &flow);
+        if let Some(flow) = returned {
+            Traced::returned(&flow);
         }
         promise
     }

@@ -7,7 +7,6 @@
 //! attempt (it settled, timed out, lost or was aborted), at most once, and
 //! before the flow's own.
 
-use alloc::rc::Rc;
 use alloc::vec::Vec;
 use core::cell::{Cell, RefCell};
 
@@ -19,7 +18,6 @@ use super::super::tracing::{self, Channels, Traces};
 
 /// An observed flow's contexts.
 pub struct Traced {
-    channels: Rc<Channels>,
     /// The retryer's object and its `key`, for every context.
     retryer: JsValue,
     key: JsValue,
@@ -38,18 +36,12 @@ impl Traced {
     /// The trace of a flow of the retryer whose object is `me`, begun
     /// (`start` published) with `{ retryer, key, args }`, and `request` for
     /// a `retryFetch` call.
-    pub fn begin(
-        channels: Rc<Channels>,
-        me: &JsValue,
-        args: &Array,
-        request: Option<&JsValue>,
-    ) -> Traced {
+    pub fn begin(me: &JsValue, args: &Array, request: Option<&JsValue>) -> Traced {
         let key = props::get(me, "key").unwrap_or(JsValue::UNDEFINED);
         let request = request.cloned().unwrap_or(JsValue::UNDEFINED);
         let flow = tracing::flow(me, &key, args, &request);
-        channels.begin(Traces::Execute, &flow);
+        Channels.begin(Traces::Execute, &flow);
         Traced {
-            channels,
             retryer: me.clone(),
             key,
             args: args.clone(),
@@ -60,20 +52,20 @@ impl Traced {
         }
     }
 
-    /// The channels and the flow's context, for [`Traced::returned`].
-    pub fn flow(&self) -> (Rc<Channels>, JsValue) {
-        (Rc::clone(&self.channels), self.flow.clone())
+    /// The flow's context, for [`Traced::returned`].
+    pub fn flow(&self) -> JsValue {
+        self.flow.clone()
     }
 
     /// `end` of the flow's trace: `execute()` returns.
-    pub fn returned(channels: &Channels, flow: &JsValue) {
-        channels.end(Traces::Execute, flow);
+    pub fn returned(flow: &JsValue) {
+        Channels.end(Traces::Execute, flow);
     }
 
     /// The channels and the context of attempt `attempt`, which starts
     /// now: `{ retryer, key, attempt, hedged, args }`, `hedged` when an
     /// earlier attempt is still running.
-    pub fn attempt(&self, attempt: u32) -> (&Channels, JsValue) {
+    pub fn attempt(&self, attempt: u32) -> (&'static Channels, JsValue) {
         let hedged = self.open.try_borrow().is_ok_and(|o| !o.is_empty());
         let context =
             tracing::attempt_context(&self.retryer, &self.key, attempt, hedged, &self.args);
@@ -81,7 +73,7 @@ impl Traced {
             open.push((attempt, context.clone()));
         }
         self.started.set(self.started.get().max(attempt));
-        (&self.channels, context)
+        (&Channels, context)
     }
 
     /// Attempt `attempt` settled with `value` (`response`: what a
@@ -100,7 +92,7 @@ impl Traced {
             tracing::put(&context, "response", &r);
         }
         tracing::put(&context, if fulfilled { "result" } else { "error" }, value);
-        self.channels.settle(Traces::Attempt, &context, !fulfilled);
+        Channels.settle(Traces::Attempt, &context, !fulfilled);
     }
 
     /// The engine ended attempt `attempt` (every open one when `None`)
@@ -111,7 +103,7 @@ impl Traced {
             if aborted {
                 tracing::put(&context, "aborted", &true.into());
             }
-            self.channels.settle(Traces::Attempt, &context, true);
+            Channels.settle(Traces::Attempt, &context, true);
         }
     }
 
@@ -138,16 +130,14 @@ impl Traced {
         if let Some(r) = self.reason.get() {
             tracing::put(flow, "reason", &props::key_of(r));
         }
-        self.channels
-            .settle(Traces::Execute, flow, settled.is_err());
+        Channels.settle(Traces::Execute, flow, settled.is_err());
     }
 
     /// A wait of `delay` ms starts after attempt `attempt` failed with
     /// `error`, `elapsed` ms into the flow.
     pub fn backoff(&self, attempt: u32, delay: f64, error: &JsValue, elapsed: f64) {
         let (me, key) = (&self.retryer, &self.key);
-        self.channels
-            .backoff(me, key, attempt, delay, error, elapsed);
+        Channels.backoff(me, key, attempt, delay, error, elapsed);
     }
 
     /// The open contexts of `attempt` (all when `None`), taken out.
