@@ -9,7 +9,7 @@
 // import: an object holding every export would keep them all.)
 import { initSync, AsyncRetryer, RetryBudget, retryFetch as engineFetch, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
 
-export { AsyncRetryer, RetryBudget, parseRetryAfter } from '../pkg/retry_wasm.js';
+export { AsyncRetryer, RetryBudget, parseRetryAfter, useDiagnosticsChannel } from '../pkg/retry_wasm.js';
 
 // The methods bound on first read; `true`: the Rust side also takes the
 // retryer's own object as first argument (a method only receives its

@@ -404,3 +404,16 @@ export declare function parseRetryAfter(
   value: string | Headers | Response | { headers: Headers } | null | undefined,
   now?: number,
 ): number | undefined;
+
+/**
+ * Hands the engine a `diagnostics_channel` where the host has none
+ * (browsers): an object shaped like Node's `node:diagnostics_channel`
+ * module, whose `channel(name)` and `tracingChannel(name)` the engine
+ * publishes every flow on (`retry-wasm:execute`, `retry-wasm:attempt`,
+ * `retry-wasm:backoff`). `retry-wasm/otel` calls it itself; in Node, Deno,
+ * Bun and workerd the host's module is used without it.
+ */
+export declare function useDiagnosticsChannel(dc: {
+  channel(name: string): object;
+  tracingChannel(name: string): object;
+}): void;

@@ -25,4 +25,4 @@ open(
   }),
 );
 
-export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch } from './doorway.js';
+export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } from './doorway.js';

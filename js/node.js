@@ -3,4 +3,4 @@
 // one RetryBudget pool): no dual-package hazard, and no top-level await.
 import api from '../pkg/index.cjs';
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch } = api;
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = api;

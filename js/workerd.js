@@ -8,4 +8,4 @@ import { open } from './doorway.js';
 
 open(module);
 
-export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch } from './doorway.js';
+export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } from './doorway.js';

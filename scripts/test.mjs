@@ -120,6 +120,14 @@ const STAGES = [
     },
   },
   {
+    name: 'otel',
+    title: 'tracing channels and retry-wasm/otel under the real OpenTelemetry SDK and its undici instrumentation, on a local server',
+    run() {
+      requireFile('tests/otel/run.mjs', 'the OpenTelemetry tests');
+      node('tests/otel/run.mjs', [], { timeout: 10 * MIN });
+    },
+  },
+  {
     name: 'leaks',
     title: 'node --expose-gc: memory, signal listeners and timers left by flows (tests/leaks/)',
     run() {

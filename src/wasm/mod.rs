@@ -33,6 +33,8 @@ mod errors;
 mod entries;
 // Seeds for the jitter generators.
 mod entropy;
+// The host's tracing channels (`node:diagnostics_channel`).
+mod tracing;
 // Which attempt a flow starts in (`nested`, `innerRetries`).
 mod nesting;
 // Options in: read once, validated by the core, shown as `options`.

@@ -24,6 +24,7 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 
 use super::props;
+use super::tracing::Channels;
 
 #[wasm_bindgen]
 extern "C" {
@@ -152,7 +153,9 @@ pub fn current() -> Option<bool> {
 /// Calls `f` on `receiver` with `args` (the function of attempt `attempt`
 /// of flow `gen`, run by `runner`) as the current attempt, synchronously
 /// and, where the host has one, in an async context. Returns the token, to
-/// forget when the attempt is over.
+/// forget when the attempt is over. `traced`: the call is made inside the
+/// attempt channel's stores, as [`Channels::call`] makes it.
+#[allow(clippy::too_many_arguments)]
 pub fn call_in(
     runner: Weak<dyn Running>,
     gen: u32,
@@ -161,6 +164,7 @@ pub fn call_in(
     f: &JsValue,
     receiver: &JsValue,
     args: &Array,
+    traced: Option<(&Channels, &JsValue)>,
 ) -> (u32, Result<JsValue, JsValue>) {
     let token = TRACKING.with(|t| {
         let mut t = t.try_borrow_mut().ok()?;
@@ -179,13 +183,20 @@ pub fn call_in(
         Some(token)
     });
     let Some(token) = token else {
-        return (0, apply(f, receiver, args));
+        return (0, apply(f, receiver, args, traced));
     };
     let outer = CURRENT.with(|c| c.replace(token));
     // No borrow is held here: the function may start flows of its own.
-    let result = match storage() {
-        Some((storage, apply)) => storage.run(token, &apply, f, receiver, args),
-        None => apply(f, receiver, args),
+    let result = match (storage(), traced) {
+        (Some((storage, apply)), None) => storage.run(token, &apply, f, receiver, args),
+        // storage.run(token, Reflect.apply, f, receiver, args), made inside
+        // the attempt channel's stores.
+        (Some((storage, apply)), Some((trace, context))) => {
+            let run = props::get(&storage, "run").unwrap_or(JsValue::UNDEFINED);
+            let inner = Array::of5(&token.into(), &apply, f, receiver, args);
+            trace.call(context, &run, &storage, &inner)
+        }
+        (None, traced) => self::apply(f, receiver, args, traced),
     };
     CURRENT.with(|c| c.set(outer));
     (token, result)
@@ -205,11 +216,18 @@ pub fn forget(token: u32) {
     drop(gone);
 }
 
-/// `f.apply(receiver, args)`, for hosts without an async context.
-fn apply(f: &JsValue, receiver: &JsValue, args: &Array) -> Result<JsValue, JsValue> {
-    match f.dyn_ref::<Function>() {
-        Some(f) => js_sys::Reflect::apply(f, receiver, args),
-        None => Err(super::errors::type_error(
+/// `f.apply(receiver, args)`, for hosts without an async context (inside
+/// the attempt channel's stores when `traced`).
+fn apply(
+    f: &JsValue,
+    receiver: &JsValue,
+    args: &Array,
+    traced: Option<(&Channels, &JsValue)>,
+) -> Result<JsValue, JsValue> {
+    match (f.dyn_ref::<Function>(), traced) {
+        (Some(f), None) => js_sys::Reflect::apply(f, receiver, args),
+        (Some(f), Some((trace, context))) => trace.call(context, f, receiver, args),
+        (None, _) => Err(super::errors::type_error(
             &["the retryer's fn is not a function; got ", &props::show(f)].concat(),
         )),
     }

@@ -188,6 +188,10 @@ struct Core {
     last_gen: u32,
     last_started: u32,
     listeners: bool,
+    /// Someone observes flows (the host's tracing channels have
+    /// subscribers): every wait, give-up and abort is told, whether or
+    /// not its callback is set.
+    traced: bool,
     enabled_hint: bool,
 }
 
@@ -272,6 +276,7 @@ impl Machine {
                 last_gen: 0,
                 last_started: 0,
                 listeners: false,
+                traced: false,
                 enabled_hint,
             },
             busy: None,
@@ -348,6 +353,14 @@ impl Machine {
     /// Whether anyone subscribed to state changes.
     pub fn set_listeners(&mut self, any: bool) {
         self.core.listeners = any;
+    }
+
+    /// Whether someone observes this retryer's flows (the host's tracing
+    /// channels have subscribers): then every wait ([`Effect::Backoff`]),
+    /// give-up and abort ([`Effect::Call`] of `onGiveUp` and `onAbort`) is
+    /// emitted, whether or not its callback is set.
+    pub fn set_traced(&mut self, traced: bool) {
+        self.core.traced = traced;
     }
 
     /// `reset()`: the default state; an active flow goes on.
@@ -591,7 +604,7 @@ impl Work<'_> {
     // is cheaper than the call.
     #[inline(always)]
     fn call(&mut self, gen: u32, cb: Cb, arg: u32) {
-        if self.c.policy.has(cb) {
+        if self.c.policy.has(cb) || (self.c.traced && matches!(cb, Cb::GiveUp | Cb::Abort)) {
             self.emit(Effect::Call { gen, cb, arg });
         }
     }

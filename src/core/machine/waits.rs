@@ -499,7 +499,7 @@ impl Work<'_> {
 
     /// `onBackoff`, when it is set.
     pub(super) fn backoff_effect(&mut self, gen: u32, attempt: u32, delay: f64, elapsed: f64) {
-        if self.c.policy.has(Cb::Backoff) {
+        if self.c.policy.has(Cb::Backoff) || self.c.traced {
             self.emit(Effect::Backoff {
                 gen,
                 attempt,

@@ -11,6 +11,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
 use super::super::props;
+use super::super::tracing::Channels;
 use super::fetch_call::FetchCall;
 use crate::core::effect::{AbortReason, Eval, Outcome, Provided};
 
@@ -48,6 +49,27 @@ impl Kind {
                 let signal = props::get(&options, "signal").ok()?;
                 props::is_signal(&signal).then(|| signal.unchecked_into())
             }
+        }
+    }
+
+    /// What a `retryFetch` call's traces carry as `request`: the input as
+    /// given.
+    pub fn request(&self) -> Option<&JsValue> {
+        match self {
+            Kind::Fetch(call) => Some(&call.input),
+            Kind::Function { .. } => None,
+        }
+    }
+
+    /// What an attempt's trace carries as `response`: the `Response` a
+    /// `retryFetch` attempt got, failing or not.
+    pub fn response(&self, fulfilled: bool, value: &JsValue) -> Option<JsValue> {
+        match self {
+            Kind::Fetch(_) if fulfilled => Some(value.clone()),
+            Kind::Fetch(_) if value.is_object() => props::get(value, "response")
+                .ok()
+                .filter(|r| r.has_type::<web_sys::Response>()),
+            _ => None,
         }
     }
 
@@ -95,9 +117,10 @@ impl Kind {
         &self,
         signal: impl FnOnce() -> Option<AbortSignal>,
         classify: impl FnOnce() -> Option<Function>,
+        traced: Option<(&Channels, &JsValue)>,
     ) -> Option<Promise> {
         match self {
-            Kind::Fetch(call) => Some(call.attempt(signal(), classify())),
+            Kind::Fetch(call) => Some(call.attempt(signal(), classify(), traced)),
             Kind::Function { .. } => None,
         }
     }
@@ -123,17 +146,16 @@ impl Kind {
         }
     }
 
-    /// What the caller's promise resolves with for a flow that ended with
-    /// `outcome` and `value` (its result, or what it rejects with): a value,
-    /// or a rejected promise.
-    pub fn settle(&self, outcome: Outcome, value: JsValue) -> JsValue {
-        let rejected = |e: &JsValue| JsValue::from(Promise::reject(e));
+    /// What the caller's promise settles with for a flow that ended with
+    /// `outcome` and `value` (its result, or what it rejects with): `Ok`
+    /// to resolve, `Err` to reject.
+    pub fn settle(&self, outcome: Outcome, value: JsValue) -> Result<JsValue, JsValue> {
         match self {
-            Kind::Fetch(call) => call.settle(outcome, value).unwrap_or_else(|e| rejected(&e)),
+            Kind::Fetch(call) => call.settle(outcome, value),
             Kind::Function { .. } => match outcome {
-                Outcome::Result => value,
-                Outcome::Undefined => JsValue::UNDEFINED,
-                Outcome::Reject | Outcome::Invalid(_) | Outcome::Thrown => rejected(&value),
+                Outcome::Result => Ok(value),
+                Outcome::Undefined => Ok(JsValue::UNDEFINED),
+                Outcome::Reject | Outcome::Invalid(_) | Outcome::Thrown => Err(value),
             },
         }
     }

@@ -20,7 +20,7 @@ use super::observers;
 use super::run::Run;
 use super::user_code::{self, Nesting};
 use super::wakeups;
-use crate::core::effect::{AbortReason, Effect, Outcome, Provided, Timer};
+use crate::core::effect::{AbortReason, Effect, GiveUp, Outcome, Provided, Timer};
 use crate::core::options::Cb;
 
 impl From<InUse> for JsValue {
@@ -50,8 +50,13 @@ impl Run {
                 exec.begin(attempt, &|a| {
                     d.read(|m| m.is_running(gen, a)).unwrap_or(false)
                 });
+                // An observed flow calls inside the attempt channel's
+                // stores, and publishes the attempt's end once it returns.
+                let traced = exec.trace.as_ref().map(|t| t.attempt(attempt));
+                let traced = traced.as_ref().map(|(trace, context)| (*trace, context));
                 let classify = || wakeups::fetched(self.at, gen);
-                let promise: JsValue = match exec.kind.fetch(|| exec.signal(attempt), classify) {
+                let fetched = exec.kind.fetch(|| exec.signal(attempt), classify, traced);
+                let promise: JsValue = match fetched {
                     Some(p) => p.into(),
                     None => {
                         let nested = if nesting::enabled() {
@@ -61,7 +66,7 @@ impl Run {
                         } else {
                             None
                         };
-                        user_code::attempt(me, &exec, attempt, nested)
+                        user_code::attempt(me, &exec, attempt, nested, traced)
                     }
                 };
                 if wakeups::attach(&promise, self.at, gen, attempt).is_none() {
@@ -83,6 +88,9 @@ impl Run {
             Effect::AbortAttempt { gen, reason, .. } => {
                 if let Some(exec) = self.find(gen) {
                     exec.kind.aborted(reason);
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.ended(None, &errors::abort_error(reason.name()), true);
+                    }
                     exec.abort_signal(None, &|| errors::abort_error(reason.name()));
                 }
             }
@@ -93,16 +101,33 @@ impl Run {
                     let error = errors::timeout_error(limit);
                     exec.set_value(error.clone());
                     observers::keep_error(me, &error);
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.ended(Some(attempt), &error, false);
+                    }
                     exec.abort_signal(Some(attempt), &|| error.clone());
                 }
             }
             Effect::CancelAttempt { gen, attempt } => {
                 if let Some(exec) = self.find(gen) {
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.ended(Some(attempt), &errors::abort_error(LOST), true);
+                    }
                     exec.abort_signal(Some(attempt), &|| errors::abort_error(LOST));
                 }
             }
             Effect::Call { gen, cb, arg } => {
                 if let Some(exec) = self.find(gen) {
+                    if let Some(t) = exec.trace.as_deref() {
+                        match cb {
+                            Cb::GiveUp => {
+                                t.because(GiveUp::from_code(arg).map_or("", GiveUp::name))
+                            }
+                            Cb::Abort => {
+                                t.because(AbortReason::from_code(arg).map_or("", AbortReason::name))
+                            }
+                            _ => {}
+                        }
+                    }
                     if user_code::callback(me, &exec, cb, arg).is_err() {
                         d.with(|m| m.callback_threw(gen))?;
                     }
@@ -113,7 +138,14 @@ impl Run {
                 attempt,
                 delay,
                 elapsed,
-            } => self.notify(d, gen, Cb::Backoff, attempt, delay, elapsed)?,
+            } => {
+                if let Some(exec) = self.find(gen) {
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.backoff(attempt, delay, &exec.value(), elapsed);
+                    }
+                }
+                self.notify(d, gen, Cb::Backoff, attempt, delay, elapsed)?
+            }
             Effect::Hedge {
                 gen,
                 attempt,
@@ -171,7 +203,11 @@ impl Run {
                         Outcome::Thrown => exec.take_thrown(),
                         _ => exec.take_value(),
                     };
-                    exec.resolve(&exec.kind.settle(outcome, value));
+                    let settled = exec.kind.settle(outcome, value);
+                    if let Some(t) = exec.trace.as_deref() {
+                        t.finish(&settled, || errors::abort_error("the flow ended"));
+                    }
+                    exec.resolve(&settled.unwrap_or_else(|e| Promise::reject(&e).into()));
                 }
             }
         }
@@ -218,6 +254,14 @@ impl Run {
             observers::keep_result(&self.me, &value);
         } else if !cancelled {
             observers::keep_error(&self.me, &value);
+        }
+        if let Some(t) = exec.trace.as_deref() {
+            t.settled(
+                attempt,
+                fulfilled,
+                &value,
+                exec.kind.response(fulfilled, &value),
+            );
         }
         exec.set_value(value);
         let input = if fulfilled {

@@ -4,6 +4,7 @@
 //! Fields are `Cell`s: a value is taken out, used, and put back, so no
 //! borrow exists to be held while JavaScript runs.
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::Cell;
 
@@ -14,6 +15,7 @@ use web_sys::{AbortController, AbortSignal};
 use super::super::js;
 use super::super::nesting;
 use super::attempt::Kind;
+use super::traced::Traced;
 
 /// What was made for one attempt: its `AbortController`, once its signal
 /// was asked for, and the token of its nesting context (0: none).
@@ -48,10 +50,19 @@ pub struct Execution {
     /// allocated) until `getAbortSignal()` asks, a fetch needs a signal or
     /// attempts are tracked for nesting.
     made: Cell<Vec<Made>>,
+    /// What it publishes on the tracing channels, when observed. Boxed: a
+    /// flow nobody observes is one pointer larger, not a trace larger.
+    pub trace: Option<Box<Traced>>,
 }
 
 impl Execution {
-    pub fn new(gen: u32, args: Array, kind: Kind, resolve: Function) -> Execution {
+    pub fn new(
+        gen: u32,
+        args: Array,
+        kind: Kind,
+        resolve: Function,
+        trace: Option<Traced>,
+    ) -> Execution {
         Execution {
             gen,
             args,
@@ -61,6 +72,7 @@ impl Execution {
             thrown: Cell::new(None),
             invalid: Cell::new(JsValue::UNDEFINED),
             made: Cell::new(Vec::new()),
+            trace: trace.map(Box::new),
         }
     }
 

@@ -20,6 +20,7 @@ use web_sys::{AbortSignal, ReadableStream, Request, Response};
 use super::super::errors;
 use super::super::js;
 use super::super::props;
+use super::super::tracing::{self, Channels};
 use crate::core::effect::{AbortReason, Outcome, Provided};
 use crate::core::http::{Failure, Hints, HttpPolicy};
 
@@ -93,7 +94,12 @@ impl FetchCall {
     /// future's executor schedules itself with `queueMicrotask`, which fake
     /// timers (Jest's by default) replace, and each response would wait for
     /// the next tick of the fake clock.
-    pub fn attempt(&self, signal: Option<AbortSignal>, classify: Option<Function>) -> Promise {
+    pub fn attempt(
+        &self,
+        signal: Option<AbortSignal>,
+        classify: Option<Function>,
+        traced: Option<(&Channels, &JsValue)>,
+    ) -> Promise {
         // The last failing response is let go of before the next try.
         self.release();
         let Some(classify) = classify else {
@@ -101,7 +107,15 @@ impl FetchCall {
         };
         let sent = self
             .request_for(signal)
-            .and_then(|(input, init)| self.fetch.call2(&JsValue::UNDEFINED, &input, &init))
+            .and_then(|(input, init)| match traced {
+                // fetch(input, init) inside the attempt channel's stores.
+                Some((trace, context)) => {
+                    tracing::put(context, "request", &input);
+                    let args = Array::of2(&input, &init);
+                    trace.call(context, &self.fetch, &JsValue::UNDEFINED, &args)
+                }
+                None => self.fetch.call2(&JsValue::UNDEFINED, &input, &init),
+            })
             .and_then(|sent| js::promise_resolve(&sent));
         match sent {
             Ok(sent) => sent.unchecked_ref::<js::Thenable>().map(&classify),

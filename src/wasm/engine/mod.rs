@@ -27,6 +27,8 @@ mod observers;
 mod fetch_call;
 // What an attempt is: a function call, or a fetch.
 mod attempt;
+// What an observed flow publishes on the tracing channels.
+mod traced;
 // One execute() call's JavaScript objects.
 mod execution;
 // Calling the user's code.
@@ -46,6 +48,7 @@ use web_sys::AbortSignal;
 use super::errors;
 use super::nesting::{self, Running};
 use super::props;
+use super::tracing;
 use crate::core::budget::NoBudgets;
 use crate::core::effect::{AbortReason, Timer};
 use crate::core::options::{Flag, Policy};
@@ -53,6 +56,7 @@ use crate::core::slots::{Address, Slots};
 use decider::{Decider, Input};
 use execution::Execution;
 use run::Run;
+use traced::Traced;
 
 pub use attempt::Kind;
 pub use decider::SharedBudget;
@@ -137,15 +141,23 @@ impl Engine {
         } else {
             None
         };
+        // Observed flows publish on the tracing channels, beginning now.
+        let traced = tracing::observed_now().then(|| Traced::begin(me, &args, kind.request()));
+        let returned = traced.as_ref().map(Traced::flow);
+        let observed = traced.is_some();
         let now = js_sys::Date::now();
         let hedges = kind.hedges();
         let started = self
             .decider
-            .with(|m| m.execute_within(now, aborted, inside, hedges))
+            .with(|m| {
+                m.set_traced(observed);
+                m.execute_within(now, aborted, inside, hedges)
+            })
             .map_err(JsValue::from)
             .and_then(|gen| {
                 let run = self.run(me)?;
-                run.add(Execution::new(gen, args, kind, resolve.clone()))
+                let exec = Execution::new(gen, args, kind, resolve.clone(), traced);
+                run.add(exec)
                     .ok_or_else(|| errors::internal("executions in use"))
             });
         match started {
@@ -156,6 +168,9 @@ impl Engine {
                     .ok();
                 self.break_down(&e);
             }
+        }
+        if let Some(flow) = returned {
+            Traced::returned(&flow);
         }
         promise
     }

@@ -19,6 +19,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use super::super::js::{self, Holder};
 use super::super::nesting::{self, Running};
 use super::super::props;
+use super::super::tracing::Channels;
 use super::execution::Execution;
 use crate::core::effect::{AbortReason, Eval, GiveUp, Provided};
 use crate::core::options::{Cb, Opt};
@@ -32,18 +33,30 @@ pub struct Nesting {
 
 /// Attempt `attempt` of `exec`: `me.fn(...args)`, as a promise. A value, a
 /// thenable or a throw all become a promise; a promise (as an async
-/// function returns) is used as it is.
-pub fn attempt(me: &JsValue, exec: &Execution, attempt: u32, nested: Option<Nesting>) -> JsValue {
-    let called = match nested {
-        Some(n) => {
+/// function returns) is used as it is. `traced`: the call is made inside
+/// the attempt channel's stores (see `tracing::Channels::call`).
+pub fn attempt(
+    me: &JsValue,
+    exec: &Execution,
+    attempt: u32,
+    nested: Option<Nesting>,
+    traced: Option<(&Channels, &JsValue)>,
+) -> JsValue {
+    let called = match (nested, traced) {
+        (Some(n), traced) => {
             // As the current attempt, for the retryers it starts.
             let f = props::get(me, "fn").unwrap_or(JsValue::UNDEFINED);
-            let (token, called) =
-                nesting::call_in(n.runner, exec.gen, attempt, n.forbids, &f, me, &exec.args);
+            let (token, called) = nesting::call_in(
+                n.runner, exec.gen, attempt, n.forbids, &f, me, &exec.args, traced,
+            );
             exec.set_token(attempt, token);
             called
         }
-        None => {
+        (None, Some((trace, context))) => {
+            let f = props::get(me, "fn").unwrap_or(JsValue::UNDEFINED);
+            trace.call(context, &f, me, &exec.args)
+        }
+        (None, None) => {
             let holder: &Holder = me.unchecked_ref();
             if exec.kind.no_args() {
                 holder.call_fn0()
