@@ -689,6 +689,7 @@ impl Work<'_> {
 
     /// Queues a step. While a popped step is being expanded, new steps go
     /// before everything that was queued after it.
+    #[inline(never)]
     fn push(&mut self, step: Step) {
         // The step popped for expanding came from `head` or, with `head`
         // empty, from `queue`: either way `head` is free then, and the
