@@ -1207,6 +1207,347 @@ function initLayers() {
 }
 
 // ---------------------------------------------------------------------------
+// Spans: one retried call under a real OpenTelemetry tracer provider, through
+// retry-wasm/otel, drawn as the span tree the in-memory exporter received.
+
+const SP_KEY = 'load-orders';
+const SP_URL = 'https://shop.example/api/orders';
+let sp = null; // { api, provider, exporter, tracer, instrumentRetries, stop } once loaded
+let spRunCount = 0;
+
+/**
+ * The smallest context manager: the active context follows synchronous
+ * code only (like @opentelemetry/sdk-trace-web's StackContextManager).
+ */
+function spStackContextManager(ROOT_CONTEXT) {
+  let active = ROOT_CONTEXT;
+  const mgr = {
+    active: () => active,
+    with(ctx, fn, thisArg, ...args) {
+      const prev = active;
+      active = ctx ?? ROOT_CONTEXT;
+      try {
+        return fn.call(thisArg, ...args);
+      } finally {
+        active = prev;
+      }
+    },
+    bind(ctx, target) {
+      if (typeof target !== 'function') return target;
+      return function bound(...args) {
+        return mgr.with(ctx, () => target.apply(this, args));
+      };
+    },
+    enable: () => mgr,
+    disable() {
+      active = ROOT_CONTEXT;
+      return mgr;
+    },
+  };
+  return mgr;
+}
+
+function readSpans() {
+  const int = (id, lo, hi, dflt) => {
+    const v = Math.floor(Number($(id).value));
+    return Number.isFinite(v) ? Math.min(Math.max(v, lo), hi) : dflt;
+  };
+  return {
+    fails: int('spFails', 0, 10, 2),
+    maxAttempts: int('spAttempts', 1, 10, 3),
+    baseWait: int('spWait', 0, 2000, 100),
+    latency: int('spLatency', 0, 2000, 60),
+  };
+}
+
+function renderSpansCode() {
+  const cfg = readSpans();
+  const code = $('sp-code');
+  code.textContent = '';
+  const add = writer(code);
+  add('import', 'k');
+  add(' { instrumentRetries } ');
+  add('from', 'k');
+  add(" 'retry-wasm/otel'", 's');
+  add(';\n');
+  add('const', 'k');
+  add(' exporter = ');
+  add('new', 'k');
+  add(' InMemorySpanExporter();\n');
+  add('const', 'k');
+  add(' tracerProvider = ');
+  add('new', 'k');
+  add(' BasicTracerProvider({\n  spanProcessors: [');
+  add('new', 'k');
+  add(' SimpleSpanProcessor(exporter)],\n});\n');
+  add('instrumentRetries({ tracerProvider });\n\n');
+  add('const', 'k');
+  add(' orders = ');
+  add('new', 'k');
+  add(' AsyncRetryer(getOrders, {\n  key: ');
+  add(`'${SP_KEY}'`, 's');
+  add(', maxAttempts: ');
+  add(String(cfg.maxAttempts), 'n');
+  add(', baseWait: ');
+  add(String(cfg.baseWait), 'n');
+  add(', jitter: ');
+  add('0', 'n');
+  add(',\n});\n');
+  add(`// getOrders: a GET of ${cfg.latency} ms; the first ${cfg.fails} get a 503`, 'c');
+}
+
+async function loadSpans() {
+  const [otel, api, sdk] = await Promise.all([import('retry-wasm/otel'), import('@opentelemetry/api'), import('@opentelemetry/sdk-trace-base')]);
+  const exporter = new sdk.InMemorySpanExporter();
+  const provider = new sdk.BasicTracerProvider({ spanProcessors: [new sdk.SimpleSpanProcessor(exporter)] });
+  api.context.setGlobalContextManager(spStackContextManager(api.ROOT_CONTEXT));
+  return { api, provider, exporter, tracer: provider.getTracer('playground'), instrumentRetries: otel.instrumentRetries, stop: null };
+}
+
+/** The flaky backend of the panel: every call is a simulated GET with its own client span. */
+function spGetOrders(cfg, state) {
+  const { api, tracer } = sp;
+  return function getOrders() {
+    const n = ++state.calls;
+    // Started before any await: the attempt's span is the active context here.
+    const span = tracer.startSpan('GET', {
+      kind: api.SpanKind.CLIENT,
+      attributes: { 'http.request.method': 'GET', 'url.full': SP_URL },
+    });
+    return new Promise((resolve, reject) => {
+      setTimeout(() => {
+        if (n <= cfg.fails) {
+          span.setAttributes({ 'http.response.status_code': 503, 'error.type': '503' });
+          span.setStatus({ code: api.SpanStatusCode.ERROR });
+          span.end();
+          const error = Object.assign(new Error('HTTP 503 Service Unavailable'), { name: 'HTTPError', status: 503, response: { status: 503 } });
+          reject(error);
+        } else {
+          span.setAttribute('http.response.status_code', 200);
+          span.end();
+          resolve({ status: 200, orders: 3, call: n });
+        }
+      }, cfg.latency);
+    });
+  };
+}
+
+async function runSpans() {
+  const cfg = readSpans();
+  const box = document.querySelector('[data-testid="spans"]');
+  $('spRun').disabled = true;
+  box.dataset.state = 'running';
+  $('sp-note').textContent = 'running…';
+  const id = ++spRunCount;
+  try {
+    // Once, on the first run: from then on every flow of the page is traced
+    // (the other panels' spans land in the exporter too; this one shows its own trace).
+    sp.stop ??= sp.instrumentRetries({ tracerProvider: sp.provider });
+    sp.exporter.reset();
+    const { api, tracer } = sp;
+    const state = { calls: 0 };
+    const orders = new AsyncRetryer(spGetOrders(cfg, state), {
+      key: SP_KEY,
+      maxAttempts: cfg.maxAttempts,
+      backoff: 'exponential',
+      baseWait: cfg.baseWait,
+      jitter: 0,
+    });
+    const caller = tracer.startSpan('checkout');
+    const traceId = caller.spanContext().traceId;
+    const started = performance.now();
+    let outcome;
+    try {
+      const result = await api.context.with(api.trace.setSpan(api.context.active(), caller), () => orders.execute());
+      outcome = { ok: true, text: `execute() resolved ${JSON.stringify(result)}` };
+    } catch (err) {
+      caller.setStatus({ code: api.SpanStatusCode.ERROR, message: err?.message });
+      outcome = { ok: false, text: `execute() rejected: ${errText(err)}` };
+    }
+    caller.end();
+    const took = performance.now() - started;
+    const spans = sp.exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+    renderSpans(spans, { id, outcome, took });
+  } catch (err) {
+    $('sp-rows').replaceChildren();
+    $('sp-note').textContent = `could not trace the call: ${errText(err)}`;
+  } finally {
+    box.dataset.run = String(id);
+    box.dataset.state = 'done';
+    $('spRun').disabled = false;
+  }
+}
+
+const spMs = (t) => t[0] * 1e3 + t[1] / 1e6; // OpenTelemetry's HrTime, in ms
+const spFmt = (ms) => (ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms).toLocaleString('en-US')} ms`);
+const spParent = (s) => s.parentSpanContext?.spanId ?? s.parentSpanId;
+
+/** What a span is, for the rows' classes and the test: the call, the flow, an attempt or the function's own request. */
+function spKind(s) {
+  if (s.instrumentationScope?.name === 'retry-wasm' || s.instrumentationLibrary?.name === 'retry-wasm') {
+    return /^retry attempt \d+$/.test(s.name) ? 'attempt' : 'flow';
+  }
+  return spParent(s) ? 'request' : 'caller';
+}
+
+/** `k=v` as the README's span tree prints attributes: strings with spaces quoted, seconds as they come. */
+function spAttr(k, v) {
+  const text = typeof v === 'string' ? (/[\s"]/.test(v) ? JSON.stringify(v) : v) : Array.isArray(v) ? `[${v.join(',')}]` : String(v);
+  return `${k}=${text}`;
+}
+
+function renderSpans(spans, { id, outcome, took }) {
+  const list = $('sp-rows');
+  const byParent = new Map();
+  const ids = new Set(spans.map((s) => s.spanContext().spanId));
+  for (const s of spans) {
+    const p = ids.has(spParent(s)) ? spParent(s) : null;
+    if (!byParent.has(p)) byParent.set(p, []);
+    byParent.get(p).push(s);
+  }
+  for (const kids of byParent.values()) kids.sort((a, b) => spMs(a.startTime) - spMs(b.startTime));
+  const roots = byParent.get(null) ?? [];
+  const t0 = Math.min(...spans.map((s) => spMs(s.startTime)));
+  const t1 = Math.max(...spans.map((s) => spMs(s.endTime)));
+  const span = Math.max(t1 - t0, 1);
+  const pctOf = (ms) => `${((Math.min(Math.max(ms - t0, 0), span) / span) * 100).toFixed(3)}%`;
+  const rows = [];
+
+  const chips = (el, attrs, skip = []) => {
+    for (const [k, v] of Object.entries(attrs ?? {})) {
+      if (skip.includes(k)) continue;
+      const c = document.createElement('span');
+      c.className = 'sp-attr';
+      c.textContent = spAttr(k, v);
+      el.append(c);
+    }
+  };
+  const walk = (s, depth) => {
+    const kind = spKind(s);
+    const start = spMs(s.startTime);
+    const dur = spMs(s.duration);
+    const code = s.status?.code ?? 0;
+    const status = code === 2 ? 'ERROR' : code === 1 ? 'OK' : 'UNSET';
+    const li = document.createElement('li');
+    li.className = `sp-row ${kind}${status === 'ERROR' ? ' error' : ''}`;
+    Object.assign(li.dataset, {
+      kind,
+      name: s.name,
+      spanId: s.spanContext().spanId,
+      parentId: spParent(s) ?? '',
+      status,
+      attributes: JSON.stringify(s.attributes ?? {}),
+      events: JSON.stringify((s.events ?? []).map((e) => e.name)),
+      durationMs: dur.toFixed(3),
+    });
+    li.style.setProperty('--depth', depth);
+    const label = document.createElement('div');
+    label.className = 'sp-label';
+    const name = document.createElement('b');
+    name.className = 'sp-name';
+    name.textContent = s.name;
+    label.append(name);
+    if (status !== 'UNSET') {
+      const st = document.createElement('span');
+      st.className = `sp-status ${status.toLowerCase()}`;
+      st.textContent = status;
+      if (s.status.message) st.title = s.status.message;
+      label.append(st);
+    }
+    const attrs = document.createElement('div');
+    attrs.className = 'sp-attrs';
+    chips(attrs, s.attributes);
+    if (s.status?.message) {
+      const m = document.createElement('span');
+      m.className = 'sp-attr sp-message';
+      m.textContent = JSON.stringify(s.status.message);
+      attrs.append(m);
+    }
+    label.append(attrs);
+    const track = document.createElement('div');
+    track.className = 'sp-track';
+    const bar = document.createElement('div');
+    bar.className = `sp-bar ${kind}${status === 'ERROR' ? ' error' : ''}`;
+    bar.style.left = pctOf(start);
+    bar.style.width = `max(2px, ${((dur / span) * 100).toFixed(3)}%)`;
+    bar.title = `${s.name}: +${spFmt(start - t0)}, ${spFmt(dur)}`;
+    track.append(bar);
+    for (const e of s.events ?? []) {
+      const mark = document.createElement('i');
+      mark.className = `sp-mark${e.name === 'exception' ? ' exception' : ''}`;
+      mark.style.left = pctOf(spMs(e.time));
+      mark.title = e.name;
+      track.append(mark);
+    }
+    const d = document.createElement('div');
+    d.className = 'sp-dur';
+    d.textContent = spFmt(dur);
+    li.append(label, track, d);
+    rows.push(li);
+    // The span's events, then its children, in time order (as the README's tree).
+    const events = (s.events ?? []).map((e) => ({ at: spMs(e.time), e }));
+    const kids = (byParent.get(s.spanContext().spanId) ?? []).map((c) => ({ at: spMs(c.startTime), c }));
+    for (const x of [...events, ...kids].sort((a, b) => a.at - b.at)) {
+      if (x.c) {
+        walk(x.c, depth + 1);
+        continue;
+      }
+      const ev = document.createElement('li');
+      ev.className = `sp-row sp-event${x.e.name === 'exception' ? ' exception' : ''}`;
+      ev.dataset.kind = 'event';
+      ev.dataset.name = x.e.name;
+      ev.dataset.parentId = s.spanContext().spanId;
+      ev.style.setProperty('--depth', depth + 1);
+      const el = document.createElement('div');
+      el.className = 'sp-label';
+      const n = document.createElement('span');
+      n.className = 'sp-name';
+      n.textContent = `· ${x.e.name}`;
+      const a = document.createElement('div');
+      a.className = 'sp-attrs';
+      chips(a, x.e.attributes, ['exception.stacktrace']);
+      el.append(n, a);
+      const at = document.createElement('div');
+      at.className = 'sp-dur';
+      at.textContent = `+${spFmt(x.at - t0)}`;
+      ev.append(el, document.createElement('div'), at);
+      rows.push(ev);
+    }
+  };
+  for (const r of roots) walk(r, 0);
+  list.replaceChildren(...rows);
+
+  const flows = spans.filter((s) => spKind(s) === 'flow');
+  const attempts = spans.filter((s) => spKind(s) === 'attempt');
+  const failed = attempts.filter((s) => s.status?.code === 2).length;
+  const waits = flows.flatMap((f) => (f.events ?? []).filter((e) => e.name === 'retry.backoff'));
+  const flow = flows[0];
+  const reason = flow?.attributes?.['retry.reason'];
+  $('sp-note').textContent =
+    `run #${id}: ${plural(spans.length, 'span')} in one trace, ${plural(flows.length, 'flow span')} ` +
+    `(${flow ? `${flow.name}, ${spFmt(spMs(flow.duration))}` : 'none'}) with ${plural(attempts.length, 'attempt span')}` +
+    `${failed ? ` (${failed} ERROR)` : ''} and ${plural(waits.length, 'retry.backoff event')}` +
+    `${reason ? `; retry.reason=${reason}` : ''}; ${outcome.text} after ${spFmt(took)}.`;
+  $('sp-note').className = `herd-note sp-note ${outcome.ok ? 'ok' : 'failed'}`;
+}
+
+async function initSpans() {
+  const box = document.querySelector('[data-testid="spans"]');
+  for (const el of box.querySelectorAll('.sp-controls input')) el.addEventListener('input', renderSpansCode);
+  renderSpansCode();
+  try {
+    sp = await loadSpans();
+  } catch (err) {
+    box.classList.add('unsupported');
+    $('sp-note').textContent = `OpenTelemetry could not load in this page (${errText(err)}); npm run www bundles it from the dev dependencies.`;
+    return;
+  }
+  $('spRun').addEventListener('click', () => runSpans());
+  $('spRun').disabled = false;
+  box.dataset.ready = 'true';
+}
+
+// ---------------------------------------------------------------------------
 // Wiring
 
 let herdTimer = 0;
@@ -1238,6 +1579,7 @@ storeUpdates = 0;
 $('store-note').innerHTML = 'live through <code>store.subscribe</code>';
 invalidate();
 initLayers();
+initSpans(); // loads OpenTelemetry on its own; the panel says when it is ready
 await updateHerd();
 $('run').disabled = false;
 document.body.dataset.ready = 'true';

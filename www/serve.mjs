@@ -7,6 +7,9 @@
 //   /<file>                files of www/
 //   /retry-wasm/js/...     the package's js/ folder  (entry: /retry-wasm/js/index.js)
 //   /retry-wasm/pkg/...    the package's pkg/ folder (the built wasm)
+//   /vendor/<name>.js      an OpenTelemetry package for the spans panel, bundled
+//                          for browsers by esbuild (a dev dependency) when first
+//                          asked for and kept in memory: VENDOR below lists them
 //
 // Nothing outside those folders is reachable. Tests import `startServer`.
 
@@ -32,6 +35,41 @@ const TYPES = {
   '.ts': 'text/plain; charset=utf-8',
   '.txt': 'text/plain; charset=utf-8',
 };
+
+/**
+ * The bundles served under /vendor/: one ES module per package, for the
+ * import map of index.html. `@opentelemetry/api` stays external in the SDK's
+ * bundle, so the page, the SDK and `retry-wasm/otel` share one API instance.
+ * None of this is part of the package.
+ */
+const VENDOR = {
+  'opentelemetry-api.js': { entry: '@opentelemetry/api', external: [] },
+  'opentelemetry-sdk-trace-base.js': { entry: '@opentelemetry/sdk-trace-base', external: ['@opentelemetry/api'] },
+};
+const bundles = new Map();
+
+/** The bundle of `name` (a key of VENDOR), built once per server. */
+function vendorBundle(name) {
+  if (!bundles.has(name)) {
+    const { entry, external } = VENDOR[name];
+    const built = import('esbuild').then(({ build }) =>
+      build({
+        stdin: { contents: `export * from '${entry}';`, resolveDir: ROOT, sourcefile: `vendor/${name}`, loader: 'js' },
+        bundle: true,
+        format: 'esm',
+        platform: 'browser',
+        target: 'es2022',
+        external,
+        write: false,
+        logLevel: 'silent',
+        legalComments: 'none',
+      }),
+    ).then((r) => Buffer.from(`// ${entry}, bundled for the retry-wasm playground by esbuild\n${r.outputFiles[0].text}`));
+    built.catch(() => bundles.delete(name)); // retried on the next request
+    bundles.set(name, built);
+  }
+  return bundles.get(name);
+}
 
 /** Resolve `rel` inside `base`, or null when it would escape `base`. */
 function inside(base, rel) {
@@ -74,6 +112,28 @@ export async function startServer({ port = Number(process.env.PORT ?? 8080), hos
       }
       if (pathname.includes('\0')) {
         res.writeHead(400).end('bad request\n');
+        return;
+      }
+      if (pathname.startsWith('/vendor/')) {
+        const name = pathname.slice('/vendor/'.length);
+        if (!Object.hasOwn(VENDOR, name)) {
+          res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end(`not found: ${pathname}\n`);
+          return;
+        }
+        let body;
+        try {
+          body = await vendorBundle(name);
+        } catch (err) {
+          res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end(`could not bundle ${VENDOR[name].entry} (npm install the dev dependencies): ${err && err.message}\n`);
+          return;
+        }
+        res.writeHead(200, {
+          'content-type': TYPES['.js'],
+          'content-length': body.length,
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        });
+        res.end(req.method === 'HEAD' ? undefined : body);
         return;
       }
       const file = route(pathname);

@@ -80,6 +80,10 @@ try {
     ['/retry-wasm/package.json', '/retry-wasm/js/../package.json', '/retry-wasm/%2e%2e/package.json', '/retry-wasm/src/lib.rs', '/serve.mjs', '/..%2fpackage.json'].map((p) => get(p).then((r) => r.status)),
   );
   check('server: nothing outside www/, js/ and pkg/ is served', escapes.every((st) => st === 404), escapes.join(','));
+  const vendor = await Promise.all(['/vendor/opentelemetry-api.js', '/vendor/opentelemetry-sdk-trace-base.js'].map(get));
+  check('server: the OpenTelemetry packages of the spans panel are bundled under /vendor/ as JavaScript', vendor.every((r) => r.ok && /^text\/javascript/.test(r.headers.get('content-type') ?? '')), vendor.map((r) => `${r.status} ${r.headers.get('content-type')}`).join(', '));
+  const vendorOther = await Promise.all(['/vendor/esbuild.js', '/vendor/../package.json', '/vendor/%2e%2e/package.json', '/vendor/'].map((p) => get(p).then((r) => r.status)));
+  check('server: /vendor/ serves only its bundles', vendorOther.every((st) => st === 404), vendorOther.join(','));
   const wasm = await get('/retry-wasm/pkg/retry_wasm.wasm');
   if (wasm.status !== 404) check('server: .wasm served as application/wasm', wasm.headers.get('content-type') === 'application/wasm', wasm.headers.get('content-type'));
 
@@ -248,6 +252,65 @@ try {
       .map((el) => `${el.tagName.toLowerCase()}.${el.getAttribute('class') ?? ''}`),
   );
   check('layers: nothing in the panel overflows its column', spill.length === 0, JSON.stringify(spill));
+
+  // The spans panel: one retried call under a real OpenTelemetry tracer
+  // provider (sdk-trace-base, in-memory exporter) through retry-wasm/otel.
+  const spansReady = await tab
+    .waitForSelector('[data-testid="spans"][data-ready="true"]', { timeout: 20_000 })
+    .then(() => true, () => false);
+  check('spans: OpenTelemetry and retry-wasm/otel load in the page, Run traced is enabled', spansReady && (await tab.isEnabled('[data-testid="spans-run"]')), await tab.textContent('[data-testid="spans-note"]'));
+  const spansRun = async ({ fails, attempts }) => {
+    await tab.fill('#spFails', String(fails));
+    await tab.fill('#spAttempts', String(attempts));
+    await tab.fill('#spWait', '40');
+    await tab.fill('#spLatency', '30');
+    const prev = await tab.$eval('[data-testid="spans"]', (el) => Number(el.dataset.run ?? 0));
+    await tab.click('[data-testid="spans-run"]');
+    const done = await tab
+      .waitForFunction((n) => {
+        const box = document.querySelector('[data-testid="spans"]');
+        return Number(box.dataset.run ?? 0) > n && box.dataset.state === 'done';
+      }, prev, { timeout: 20_000 })
+      .then(() => true, () => false);
+    return {
+      done,
+      ...(await tab.evaluate(() => {
+        const rows = [...document.querySelectorAll('[data-testid="spans-rows"] > li')].map((li) => ({
+          kind: li.dataset.kind,
+          name: li.dataset.name,
+          id: li.dataset.spanId ?? null,
+          parent: li.dataset.parentId || null,
+          status: li.dataset.status ?? null,
+          attributes: li.dataset.attributes ? JSON.parse(li.dataset.attributes) : null,
+          events: li.dataset.events ? JSON.parse(li.dataset.events) : null,
+          ms: li.dataset.durationMs ? Number(li.dataset.durationMs) : null,
+          bar: li.querySelector('.sp-bar')?.getBoundingClientRect().width ?? 0,
+          text: li.textContent,
+        }));
+        return { rows, note: document.querySelector('[data-testid="spans-note"]').textContent };
+      })),
+    };
+  };
+  const traced = await spansRun({ fails: 2, attempts: 3 });
+  const spans = traced.rows.filter((r) => r.kind !== 'event');
+  const flowSpans = spans.filter((r) => r.kind === 'flow');
+  const flowSpan = flowSpans[0];
+  const attemptSpans = spans.filter((r) => r.kind === 'attempt');
+  const caller = spans.find((r) => r.kind === 'caller');
+  const brief = (rows) => JSON.stringify(rows.map(({ kind, name, status, parent, attributes }) => ({ kind, name, status, parent, attributes })));
+  check('spans: the traced run finishes and its spans are rendered', traced.done && spans.length > 0 && spans.every((r) => r.bar > 0), traced.note);
+  check("spans: one flow span, 'retry load-orders', a child of the caller's span", flowSpans.length === 1 && flowSpan.name === 'retry load-orders' && caller && flowSpan.parent === caller.id, brief(flowSpans));
+  check('spans: three attempt spans, retry attempt 1..3, children of the flow span with retry.attempt = n', attemptSpans.length === 3 && attemptSpans.every((a, i) => a.name === `retry attempt ${i + 1}` && a.parent === flowSpan?.id && a.attributes['retry.attempt'] === i + 1 && a.attributes['retry.hedged'] === false), brief(attemptSpans));
+  check('spans: the two failed attempts have ERROR status, error.type 503 and an exception event; the third does not', attemptSpans.length === 3 && attemptSpans.slice(0, 2).every((a) => a.status === 'ERROR' && a.attributes['error.type'] === '503' && a.events.includes('exception') && /HTTP 503 Service Unavailable/.test(a.text)) && attemptSpans[2].status !== 'ERROR' && !('error.type' in attemptSpans[2].attributes), brief(attemptSpans));
+  check('spans: the flow span has retry.attempts=3, no retry.reason, no error, and a retry.backoff event per wait', flowSpan && flowSpan.attributes['retry.attempts'] === 3 && !('retry.reason' in flowSpan.attributes) && flowSpan.status !== 'ERROR' && flowSpan.events.filter((e) => e === 'retry.backoff').length === 2, brief(flowSpans));
+  const requestParents = spans.filter((r) => r.kind === 'request').map((r) => r.parent);
+  check("spans: each attempt's own GET, started before its first await, is that attempt's child", requestParents.length === 3 && attemptSpans.every((a) => requestParents.filter((p) => p === a.id).length === 1), JSON.stringify(requestParents));
+  check('spans: durations shown, and the flow lasts at least its attempts', flowSpan && attemptSpans.every((a) => a.ms > 0) && flowSpan.ms >= attemptSpans.reduce((t, a) => t + a.ms, 0), JSON.stringify(spans.map((r) => [r.name, r.ms])));
+  check('spans: the note counts one flow span and three attempt spans, two of them ERROR', /1 flow span/.test(traced.note) && /3 attempt spans \(2 ERROR\)/.test(traced.note) && /resolved/.test(traced.note), traced.note);
+  const exhausted = await spansRun({ fails: 3, attempts: 3 });
+  const exFlow = exhausted.rows.filter((r) => r.kind === 'flow');
+  const exAttempts = exhausted.rows.filter((r) => r.kind === 'attempt');
+  check("spans: a call that gives up: the flow span is ERROR with retry.reason 'attempts-exhausted', its three attempts ERROR", exhausted.done && exFlow.length === 1 && exFlow[0].status === 'ERROR' && exFlow[0].attributes['retry.reason'] === 'attempts-exhausted' && exFlow[0].attributes['retry.attempts'] === 3 && exAttempts.length === 3 && exAttempts.every((a) => a.status === 'ERROR') && /rejected/.test(exhausted.note), brief([...exFlow, ...exAttempts]));
 
   // Layout at 1280x900: nothing wider than the viewport.
   const overflow = await tab.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
