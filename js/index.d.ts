@@ -341,10 +341,22 @@ export declare function asyncRetryerOptions<
 >(options: TOptions): TOptions;
 
 /**
- * Options of `retryFetch`: every `AsyncRetryer` option but `throwOnError`
- * (and, until `retryFetch` hedges, `hedge` and `onHedge`), and the HTTP ones.
+ * Options of `retryFetch`: every `AsyncRetryer` option but `throwOnError`,
+ * and the HTTP ones.
  */
-export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch>, 'throwOnError' | 'hedge' | 'onHedge'> {
+export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch>, 'throwOnError' | 'hedge'> {
+  /**
+   * Hedged attempts, for `GET`, `HEAD` and `OPTIONS` calls with no body or
+   * one that replays (not a stream), whose method `methods` allows: attempt
+   * n+1 is sent this many ms after attempt n while the earlier ones keep
+   * running, until one succeeds or `maxAttempts` have been sent; the first
+   * response that is not a failing status wins, and every other attempt's
+   * signal aborts and its body is cancelled. Other calls of the function
+   * (writes, one-shot bodies) retry as usual, and with `beforeRetry` set no
+   * call hedges. A function is asked after each start.
+   * @default undefined (one attempt at a time)
+   */
+  hedge?: number | ((attempt: number, retryer: AsyncRetryer<typeof fetch>) => number);
   /** Methods sent again; POST and PATCH also when the request has an `Idempotency-Key` header. @default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'] */
   methods?: readonly string[];
   /** Statuses that make an attempt fail (then retried, or returned when retries run out). @default [408, 429, 500, 502, 503, 504] */

@@ -847,3 +847,60 @@ fn a_flow_without_hedge_is_not_touched() {
     h.abort();
     assert_eq!(h.drain()[0], abort_att(g, 1, AbortReason::Manual));
 }
+
+// ----- rule 10: retryFetch hedges only reads -----
+
+#[test]
+fn a_fetch_hedges_only_reads_whose_body_replays_and_the_rest_retry_as_usual() {
+    use retry_wasm::core::http::{Body, HttpPolicy, RequestKind};
+    let http = HttpPolicy::default();
+    let request = |method, body| RequestKind {
+        method,
+        idempotency_key: true,
+        body,
+    };
+    // One function's policy: hedge 40 ms, 3 attempts, a 100 ms backoff.
+    let p = hedged(
+        40.0,
+        3.0,
+        &[
+            (Opt::BaseWait, Raw::Number(100.0)),
+            (Opt::Backoff, Raw::Str("fixed")),
+        ],
+    );
+    for (method, body, hedges) in [
+        ("GET", Body::None, true),
+        ("head", Body::OfRequest, true),
+        ("OPTIONS", Body::Text, true),
+        ("GET", Body::Stream, false),
+        ("PUT", Body::Text, false),
+        ("POST", Body::Text, false),
+    ] {
+        let kind = request(method, body);
+        assert_eq!(http.hedges(kind, false), hedges, "{method} {body:?}");
+        let mut h = Host::new(p.clone());
+        let g =
+            h.m.execute_within(0.0, false, None, http.hedges(kind, false));
+        if hedges {
+            // The next attempt 40 ms after the first, while it runs.
+            assert_eq!(h.drain(), vec![wait(g, 40.0), inv(g, 1)]);
+            let out = h.advance(40.0);
+            assert_eq!(out, vec![on_hedge(g, 2, 1, 40.0), wait(g, 40.0), inv(g, 2)]);
+            assert_eq!(running(&h, g), vec![1, 2]);
+            h.ok(g, 2);
+            assert!(h.drain().contains(&cancel(g, 1)));
+            continue;
+        }
+        // One attempt at a time: nothing starts while it runs, and a
+        // failure waits the backoff (for a request that may not be sent
+        // again, the host then answers `shouldRetry` with false).
+        assert_eq!(h.drain(), vec![inv(g, 1)]);
+        assert!(h.advance(1_000.0).is_empty(), "{method} {body:?}");
+        h.err(g, 1);
+        let out = h.drain();
+        assert_eq!(waits(&out), vec![100.0], "{method} {body:?}");
+        assert!(!out.iter().any(|e| matches!(e, Effect::Hedge { .. })));
+    }
+    // With a `beforeRetry` hook no request hedges.
+    assert!(!http.hedges(request("GET", Body::None), true));
+}

@@ -18,6 +18,10 @@ pub const DEFAULT_METHODS: [&str; 6] = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE
 pub const DEFAULT_STATUS_CODES: [u16; 6] = [408, 429, 500, 502, 503, 504];
 /// Statuses whose `Retry-After` sets the wait by default.
 pub const DEFAULT_AFTER_STATUS_CODES: [u16; 3] = [413, 429, 503];
+/// Methods a call may hedge (send again while an earlier attempt still
+/// runs, SPEC §2c rule 10): the safe ones of RFC 9110 §9.2.1 that are
+/// read, not written.
+pub const HEDGED_METHODS: [&str; 3] = ["GET", "HEAD", "OPTIONS"];
 /// The header that makes a POST or PATCH safe to send again (IETF
 /// httpapi, "The Idempotency-Key HTTP Header Field").
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -198,6 +202,21 @@ impl HttpPolicy {
             || (request.idempotency_key && (method == "POST" || method == "PATCH"))
     }
 
+    /// Whether a request's attempts may overlap when the function has
+    /// `hedge` (SPEC §2c rule 10): it may be sent more than once
+    /// ([`HttpPolicy::retries`]), and it is a read, `GET`, `HEAD` or
+    /// `OPTIONS`, whatever `methods` and an `Idempotency-Key` allow
+    /// besides: a write sent twice at once is applied twice, or races
+    /// with itself. Never with a `beforeRetry` hook (`hooked`): it decides
+    /// each attempt after a failure, which a hedge does not wait for.
+    pub fn hedges(&self, request: RequestKind<'_>, hooked: bool) -> bool {
+        !hooked
+            && self.retries(request)
+            && HEDGED_METHODS
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(request.method))
+    }
+
     /// Whether a response with `status` is a failed attempt.
     pub fn fails(&self, status: u16) -> bool {
         self.status_codes.contains(&status)
@@ -279,6 +298,50 @@ mod tests {
         let p = HttpPolicy::default();
         assert!(!p.retries(req("PUT", false, false)));
         assert!(!p.retries(req("POST", true, false)));
+    }
+
+    #[test]
+    fn only_reads_with_a_body_that_replays_hedge() {
+        let p = HttpPolicy::default();
+        for m in ["GET", "get", "Head", "OPTIONS"] {
+            assert!(p.hedges(req(m, false, true), false), "{m}");
+            assert!(
+                !p.hedges(req(m, false, false), false),
+                "{m}: a one-shot body"
+            );
+            assert!(
+                !p.hedges(req(m, false, true), true),
+                "{m}: with beforeRetry"
+            );
+        }
+        // Retried, but writes: never sent twice at once.
+        for m in ["PUT", "DELETE", "TRACE", "POST", "PATCH"] {
+            assert!(!p.hedges(req(m, true, true), false), "{m}");
+        }
+        let bodies = |body| RequestKind {
+            method: "GET",
+            idempotency_key: false,
+            body,
+        };
+        use Body::*;
+        for b in [None, Text, Bytes, Blob, SearchParams, FormData, OfRequest] {
+            assert!(p.hedges(bodies(b), false), "{b:?}");
+        }
+        for b in [Stream, Other] {
+            assert!(!p.hedges(bodies(b), false), "{b:?}");
+        }
+        // A read the caller took out of `methods` is not sent again at all.
+        let posts_only = HttpPolicy {
+            methods: alloc::vec![String::from("POST")],
+            ..HttpPolicy::default()
+        };
+        assert!(!posts_only.hedges(req("GET", false, true), false));
+        let heads = HttpPolicy {
+            methods: alloc::vec![String::from("HEAD")],
+            ..HttpPolicy::default()
+        };
+        assert!(heads.hedges(req("head", false, true), false));
+        assert!(!heads.hedges(req("GET", false, true), false));
     }
 
     #[test]

@@ -86,8 +86,10 @@ const OWN: [&str; 6] = [
 /// wait), `maxRetryAfter` (ms, default `Infinity`) and `fetch` (default
 /// `globalThis.fetch`, looked up per call), and `beforeRetry(request, {
 /// attempt, response, error })`, a hook run after each wait that may change
-/// the next attempt's request or stop. Bad options throw here, before any
-/// request.
+/// the next attempt's request or stop. With `hedge`, the calls the core
+/// lets hedge (reads whose body replays, `core::http::HttpPolicy::hedges`)
+/// overlap their attempts; the others retry as usual. Bad options throw
+/// here, before any request.
 #[wasm_bindgen(js_name = retryFetch)]
 pub fn retry_fetch(options: JsValue) -> Result<Function, JsValue> {
     let (calls, js) = configure(&options)?;
@@ -359,11 +361,13 @@ impl FetchCalls {
         } else {
             Body::None
         };
-        let retries = self.http.retries(RequestKind {
+        let kind = RequestKind {
             method: &method,
             idempotency_key,
             body,
-        });
+        };
+        let retries = self.http.retries(kind);
+        let hedges = self.http.hedges(kind, shared.before_retry.is_function());
         let option = props::is_signal(&shared.signal)
             .then(|| shared.signal.clone().unchecked_into::<AbortSignal>());
         let signal = match (caller.as_ref(), option) {
@@ -382,11 +386,12 @@ impl FetchCalls {
             init,
             request,
             retries,
+            hedges,
             caller,
             signal,
             before_retry: shared.before_retry.clone().dyn_into().ok(),
             next: RefCell::new(None),
-            held: RefCell::new(None),
+            held: RefCell::new(Vec::new()),
             aborted: Cell::new(None),
         };
         let engine = Rc::new(Engine::new(policy, self.budget.clone()));

@@ -26,11 +26,13 @@ pub enum Kind {
 
 impl Kind {
     /// Whether the attempts of a flow may overlap when its policy has
-    /// `hedge` (SPEC §2c). Not yet for a fetch: which requests may be sent
-    /// twice at once, and what becomes of a losing response, are
-    /// `retryFetch`'s own rules (§2c rule 10).
+    /// `hedge` (SPEC §2c): a function's always; a fetch's when the core
+    /// said so of its request (§2c rule 10, `core::http::HttpPolicy::hedges`).
     pub fn hedges(&self) -> bool {
-        matches!(self, Kind::Function { .. })
+        match self {
+            Kind::Function { .. } => true,
+            Kind::Fetch(call) => call.hedges,
+        }
     }
 
     /// Whether a function is called with no arguments.
@@ -99,6 +101,14 @@ impl Kind {
         match self {
             Kind::Fetch(call) => call.gated(fulfilled, value),
             Kind::Function { .. } => Provided::Bool(true),
+        }
+    }
+
+    /// The engine took `value`, the outcome of a running attempt (a fetch
+    /// lets go of the responses it no longer needs).
+    pub fn took(&self, value: &JsValue) {
+        if let Kind::Fetch(call) = self {
+            call.took(value);
         }
     }
 

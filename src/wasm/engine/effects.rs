@@ -54,7 +54,7 @@ impl Run {
                 // stores, and publishes the attempt's end once it returns.
                 let traced = exec.trace.as_ref().map(|t| t.attempt(attempt));
                 let traced = traced.as_ref().map(|(trace, context)| (*trace, context));
-                let classify = || wakeups::fetched(self.at, gen);
+                let classify = || wakeups::fetched(self.at, gen, attempt);
                 let fetched = exec.kind.fetch(|| exec.signal(attempt), classify, traced);
                 let promise: JsValue = match fetched {
                     Some(p) => p.into(),
@@ -263,6 +263,7 @@ impl Run {
                 exec.kind.response(fulfilled, &value),
             );
         }
+        exec.kind.took(&value);
         exec.set_value(value);
         let input = if fulfilled {
             Input::Ok { gen, attempt }

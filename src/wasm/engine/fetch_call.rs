@@ -7,6 +7,14 @@
 //! responses it will not return, and maps the flow's end onto `fetch`'s
 //! contract: a `Response` (the last one when retries run out on a
 //! retryable status), or a rejection with what `fetch` would reject with.
+//!
+//! A call that hedges (`core::http::HttpPolicy::hedges`) has several
+//! attempts running, so several responses can be in hand at once: each is
+//! held, by what it stands for, until the flow no longer needs it, and
+//! every one the call does not return has its body cancelled (its
+//! connection freed) by the time the call settles. A response that comes
+//! for an attempt that no longer runs (a lost hedge, one past its
+//! deadline, a flow that ended) is cancelled as it comes.
 
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
@@ -59,6 +67,24 @@ struct GateInfo {
     error: JsValue,
 }
 
+/// A response of a running attempt, held until the flow no longer needs it.
+pub struct Held {
+    /// What it stands for: the `HTTPError` of a failing response; `None`
+    /// for a hedged call's response that succeeded (until the flow settles,
+    /// since another attempt's may win first).
+    error: Option<JsValue>,
+    response: Response,
+    /// The engine took its attempt's outcome ([`FetchCall::took`]).
+    taken: bool,
+}
+
+/// What becomes of a held response (see [`FetchCall::sift`]).
+enum Fate {
+    Keep,
+    Go,
+    Take,
+}
+
 /// One call's request and what its flow learnt.
 pub struct FetchCall {
     pub http: Rc<HttpPolicy>,
@@ -69,6 +95,8 @@ pub struct FetchCall {
     pub request: Option<Request>,
     /// Whether the request may be sent more than once.
     pub retries: bool,
+    /// Whether its attempts may overlap when the function has `hedge`.
+    pub hedges: bool,
     /// The caller's signal: `init.signal`, else the `Request`'s own. Each
     /// attempt's signal follows it for as long as `fetch` keeps that signal
     /// (a returned response's body included, as `fetch`'s does).
@@ -80,9 +108,10 @@ pub struct FetchCall {
     pub before_retry: Option<Function>,
     /// The request `beforeRetry` settled on for the next attempt.
     pub next: RefCell<Option<Request>>,
-    /// The last response that failed its attempt, and the error that
-    /// stands for it.
-    pub held: RefCell<Option<(JsValue, Response)>>,
+    /// The responses of running attempts the flow may still need: those
+    /// that failed, until a later outcome replaces them or the next try
+    /// starts, and a hedged call's successes, until it settles.
+    pub held: RefCell<Vec<Held>>,
     /// Why the flow was aborted, if it was.
     pub aborted: Cell<Option<AbortReason>>,
 }
@@ -126,23 +155,57 @@ impl FetchCall {
     /// What an attempt's fetch resolved with: the response, or, for a
     /// failing status, a rejected promise of an `HTTPError` (its `response`
     /// and `status` on it): a failed attempt whether or not another may
-    /// follow, so the budget and the callbacks count it.
-    pub fn fetched(&self, got: JsValue) -> JsValue {
+    /// follow, so the budget and the callbacks count it. A response for an
+    /// attempt that no longer `running` is nobody's: its body is cancelled.
+    pub fn fetched(&self, running: bool, got: JsValue) -> JsValue {
         let Some(response) = got.dyn_ref::<Response>() else {
             return got;
         };
-        if !self.http.fails(response.status()) {
+        if !running {
+            cancel_body(response);
             return got;
         }
-        let error = match http_error(response) {
-            Ok(error) => error,
-            Err(e) => return Promise::reject(&e).into(),
-        };
-        // The previous one was released when this attempt began.
-        if let Ok(mut held) = self.held.try_borrow_mut() {
-            *held = Some((error.clone(), <Response as Clone>::clone(response)));
+        let failing = self.http.fails(response.status());
+        if !failing && !self.hedges {
+            return got;
         }
-        Promise::reject(&error).into()
+        let error = if failing {
+            match http_error(response) {
+                Ok(error) => Some(error),
+                Err(e) => return Promise::reject(&e).into(),
+            }
+        } else {
+            None
+        };
+        if let Ok(mut held) = self.held.try_borrow_mut() {
+            held.push(Held {
+                error: error.clone(),
+                response: <Response as Clone>::clone(response),
+                taken: false,
+            });
+        }
+        match error {
+            Some(error) => Promise::reject(&error).into(),
+            None => got,
+        }
+    }
+
+    /// The engine took the outcome `value` of a running attempt: the
+    /// response it stands for is marked taken, and the failing responses
+    /// of outcomes taken before are let go of (only the latest failure can
+    /// be the call's answer). Responses whose attempt's outcome is still to
+    /// come stay: a hedged call can have several in hand.
+    pub fn took(&self, value: &JsValue) {
+        self.sift(&mut |h| {
+            if h.error.as_ref().is_some_and(|e| Object::is(e, value)) {
+                h.taken = true;
+                Fate::Keep
+            } else if h.taken {
+                Fate::Go
+            } else {
+                Fate::Keep
+            }
+        });
     }
 
     /// This attempt's `(input, init)`: the request `beforeRetry` settled
@@ -201,12 +264,9 @@ impl FetchCall {
     pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
         let hook = self.before_retry.as_ref()?;
         let asked = js::new_request(&self.fresh_input(), &self.init).and_then(|request| {
-            let response = if self.holds(error) {
-                self.held_response()
-                    .map_or(JsValue::UNDEFINED, JsValue::from)
-            } else {
-                JsValue::UNDEFINED
-            };
+            let response = self
+                .response_for(error)
+                .map_or(JsValue::UNDEFINED, JsValue::from);
             let info = GateInfo {
                 attempt,
                 response,
@@ -242,35 +302,66 @@ impl FetchCall {
         Provided::Bool(true)
     }
 
-    /// Lets go of the last failing response: its body is cancelled (its
-    /// connection freed), unless it is the one to return.
+    /// Lets go of the failing responses whose outcome was taken (the next
+    /// try starts, or a wait with no `beforeRetry` to hand them to): their
+    /// bodies are cancelled, their connections freed.
     pub fn release(&self) {
-        if let Some(response) = self.take_held() {
-            cancel_body(&response);
+        self.sift(&mut |h| if h.taken { Fate::Go } else { Fate::Keep });
+    }
+
+    /// Goes through the held responses with no borrow held (a `Response`
+    /// subclass's `body` getter is user code): each is kept, let go of
+    /// (its body cancelled), or taken out and returned (the last so named).
+    fn sift(&self, fate: &mut dyn FnMut(&mut Held) -> Fate) -> Option<Response> {
+        let list = match self.held.try_borrow_mut() {
+            Ok(mut held) if !held.is_empty() => core::mem::take(&mut *held),
+            _ => return None,
+        };
+        let mut kept = Vec::new();
+        let mut taken = None;
+        for mut h in list {
+            match fate(&mut h) {
+                Fate::Keep => kept.push(h),
+                Fate::Go => cancel_body(&h.response),
+                Fate::Take => taken = Some(h.response),
+            }
         }
+        if let Ok(mut held) = self.held.try_borrow_mut() {
+            kept.append(&mut held);
+            *held = kept;
+        }
+        taken
     }
 
-    /// Whether `error` is the held response's error.
-    fn holds(&self, error: &JsValue) -> bool {
-        self.held
-            .try_borrow()
-            .ok()
-            .is_some_and(|h| h.as_ref().is_some_and(|(e, _)| Object::is(e, error)))
-    }
-
-    fn take_held(&self) -> Option<Response> {
-        self.held.try_borrow_mut().ok()?.take().map(|(_, r)| r)
-    }
-
-    /// A copy of the held response, outside the borrow.
-    fn held_response(&self) -> Option<Response> {
+    /// A copy of the held response `error` stands for.
+    fn response_for(&self, error: &JsValue) -> Option<Response> {
         let held = self.held.try_borrow().ok()?;
-        held.as_ref().map(|(_, r)| <Response as Clone>::clone(r))
+        held.iter()
+            .find(|h| h.error.as_ref().is_some_and(|e| Object::is(e, error)))
+            .map(|h| <Response as Clone>::clone(&h.response))
+    }
+
+    /// Takes out the held response `error` stands for, or with `None` the
+    /// failing one whose outcome was taken (there is one at most: taking
+    /// an outcome lets go of those taken before).
+    fn take_held(&self, error: Option<&JsValue>) -> Option<Response> {
+        self.sift(&mut |h| {
+            let it = match (error, h.error.as_ref()) {
+                (Some(error), Some(e)) => Object::is(e, error),
+                (None, Some(_)) => h.taken,
+                _ => false,
+            };
+            if it {
+                Fate::Take
+            } else {
+                Fate::Keep
+            }
+        })
     }
 
     /// What an attempt failed with, for the core's rule of what retries.
     fn failure(&self, error: &JsValue) -> Failure {
-        if self.holds(error) {
+        if self.response_for(error).is_some() {
             return Failure::Status;
         }
         let name = props::get(error, "name").ok().and_then(|n| n.as_string());
@@ -298,10 +389,7 @@ impl FetchCall {
         if user.is_some() {
             return user;
         }
-        if !self.holds(error) {
-            return None;
-        }
-        let response = self.held_response()?;
+        let response = self.response_for(error)?;
         // Read with no borrow held: a user's Response may run code here.
         let headers = response.headers();
         let get = |name| headers.get(name).ok().flatten();
@@ -325,24 +413,23 @@ impl FetchCall {
         let settled = match outcome {
             Outcome::Result => Ok(value),
             // The flow ended on a failing response: that response.
-            Outcome::Reject if self.holds(&value) => {
-                return self.take_held().map(JsValue::from).ok_or(value);
-            }
-            Outcome::Reject => Err(value),
+            Outcome::Reject => self.take_held(Some(&value)).map(JsValue::from).ok_or(value),
             // The caller's signal or the `signal` option: its reason, as
             // fetch rejects.
             Outcome::Undefined if self.signal.as_ref().is_some_and(AbortSignal::aborted) => {
                 Err(self.signal.as_ref().map_or(value, AbortSignal::reason))
             }
             Outcome::Undefined => match self.aborted.get() {
-                // The deadline cut the wait after a failing response.
-                Some(AbortReason::TotalTimeout) if self.held_response().is_some() => {
-                    return self.take_held().map(JsValue::from).ok_or(value);
+                // The deadline cut the wait after a failing response: that
+                // response.
+                Some(AbortReason::TotalTimeout) => {
+                    self.take_held(None).map(JsValue::from).ok_or_else(|| {
+                        errors::dom_exception(
+                            "retry-wasm: maxTotalExecutionTime exceeded",
+                            "TimeoutError",
+                        )
+                    })
                 }
-                Some(AbortReason::TotalTimeout) => Err(errors::dom_exception(
-                    "retry-wasm: maxTotalExecutionTime exceeded",
-                    "TimeoutError",
-                )),
                 Some(reason) => Err(errors::abort_error(reason.name())),
                 // Cancelled (an AbortError thrown), or not enabled.
                 None if props::is_abort_error(&value) => Err(value),
@@ -353,7 +440,13 @@ impl FetchCall {
             },
             Outcome::Invalid(_) | Outcome::Thrown => Err(value),
         };
-        self.release();
+        // Every other response in hand is let go of: the failing ones, and
+        // a hedged call's losers whose outcome never came to be taken.
+        let kept = settled.as_ref().ok();
+        self.sift(&mut |h| match kept {
+            Some(k) if Object::is(h.response.as_ref(), k) => Fate::Keep,
+            _ => Fate::Go,
+        });
         settled
     }
 }
@@ -373,6 +466,14 @@ fn http_error(response: &Response) -> Result<JsValue, JsValue> {
     props::set(&error, "status", &response.status().into())?;
     props::set(&error, "response", response)?;
     Ok(error)
+}
+
+/// A response (or anything else) that came for a flow that is over: a
+/// response's body is cancelled, since nobody will read it.
+pub fn discard(got: &JsValue) {
+    if let Some(response) = got.dyn_ref::<Response>() {
+        cancel_body(response);
+    }
 }
 
 /// Cancels a response body nobody will read, so its connection is freed.

@@ -426,15 +426,22 @@ pub fn on_settled(slot: u32, key: u32, gen: u32, attempt: u32, fulfilled: u32, v
     }
 }
 
-/// A `retryFetch` attempt of flow `gen` got `got` from its fetch: the
-/// response, or a rejected promise of the error a failing one stands for.
+/// Attempt `attempt` of `retryFetch` flow `gen` got `got` from its fetch:
+/// the response, or a rejected promise of the error a failing one stands
+/// for.
 #[wasm_bindgen(js_name = _fetched, skip_typescript)]
-pub fn on_fetched(slot: u32, key: u32, gen: u32, got: JsValue) -> JsValue {
-    let execution = find(slot, key).and_then(|engine| engine.current_run()?.find(gen));
-    match execution.as_deref().map(|e| &e.kind) {
-        Some(Kind::Fetch(call)) => call.fetched(got),
-        // The flow is over: nobody takes this settlement.
-        _ => got,
+pub fn on_fetched(slot: u32, key: u32, gen: u32, attempt: u32, got: JsValue) -> JsValue {
+    let found = find(slot, key).and_then(|engine| {
+        let execution = engine.current_run()?.find(gen)?;
+        Some((engine.is_running(gen, attempt), execution))
+    });
+    match found.as_ref().map(|(running, e)| (*running, &e.kind)) {
+        Some((running, Kind::Fetch(call))) => call.fetched(running, got),
+        // The flow is over: nobody takes this response.
+        _ => {
+            fetch_call::discard(&got);
+            got
+        }
     }
 }
 

@@ -73,10 +73,19 @@ pub fn attach(value: &JsValue, at: Address, gen: u32, attempt: u32) -> Option<()
     with(|h| js::attach(value, &h.settled, at.slot, at.key, gen, attempt))
 }
 
-/// What turns the response of a fetch of flow `gen` of the retryer at `at`
-/// into the attempt's outcome.
-pub fn fetched(at: Address, gen: u32) -> Option<Function> {
-    with(|h| h.fetched.bind_flow(&JsValue::NULL, at.slot, at.key, gen))
+/// What turns the response of the fetch of attempt `attempt` of flow `gen`
+/// of the retryer at `at` into the attempt's outcome.
+pub fn fetched(at: Address, gen: u32, attempt: u32) -> Option<Function> {
+    let n = |v: u32| JsValue::from(v);
+    with(|h| {
+        h.fetched.bind_values(
+            &JsValue::NULL,
+            &n(at.slot),
+            &n(at.key),
+            &n(gen),
+            &n(attempt),
+        )
+    })
 }
 
 /// Starts a host timer for `timer` of the retryer at `at`; its id.
