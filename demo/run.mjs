@@ -5,7 +5,8 @@
 // per-attempt AbortSignal (getAbortSignal()) down to fetch, and prints a live
 // timeline from the retryer's callbacks. Then the same server is called
 // through retryFetch, the package's fetch with retries (Retry-After, POST with
-// and without Idempotency-Key, a body resent intact, a caller abort). Then
+// and without Idempotency-Key, a body resent intact, a caller abort), and
+// with hedged attempts against a slow tail (both latency distributions). Then
 // twenty clients hammer a dead backend, first each on its own, then sharing
 // one RetryBudget. The run ends with a summary table and one machine-readable
 // line:
@@ -663,6 +664,108 @@ async function runFetchScenario(sc) {
   return rec;
 }
 
+// ── hedged attempts: a slow tail ────────────────────────────────────────────
+
+const TAIL_REQUESTS = 200;
+
+/** The nearest-rank percentile `p` (0..1) of sorted `s`. */
+const percentile = (s, p) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
+
+/** Sends TAIL_REQUESTS sequential GETs through `call` to `/tail` under `key`. */
+async function tailRun(server, call, key) {
+  const latencies = [];
+  let bad = 0;
+  for (let i = 0; i < TAIL_REQUESTS; i++) {
+    const t0 = performance.now();
+    const r = await call(`${server.url}/tail?key=${key}&every=20&ms=800&fast=5`);
+    await r.text();
+    latencies.push(performance.now() - t0);
+    if (r.status !== 200) bad++;
+  }
+  const s = [...latencies].sort((a, b) => a - b);
+  const log = server.stats.log.filter((e) => e.key === key);
+  return {
+    latencies,
+    bad,
+    p50: percentile(s, 0.5),
+    p99: percentile(s, 0.99),
+    p999: percentile(s, 0.999),
+    max: s[s.length - 1],
+    requests: log.length,
+    slow: log.filter((e) => e.slow).length,
+    cancelled: log.filter((e) => e.outcome === 'cancelled by client').length,
+  };
+}
+
+const TAIL_BUCKETS = [10, 20, 50, 100, 200, 500, 1000, Infinity];
+
+/** Prints a latency histogram, one row per bucket. */
+function printDistribution(latencies, colour) {
+  let from = 0;
+  for (const to of TAIL_BUCKETS) {
+    const n = latencies.filter((x) => x >= from && x < to).length;
+    const label = to === Infinity ? `≥ ${from} ms` : `${from}–${to} ms`;
+    const bar = n ? colour('█'.repeat(Math.max(1, Math.round((n / latencies.length) * 50)))) : '';
+    println(`    ${label.padStart(12)} ${String(n).padStart(4)} ${bar}`);
+    from = to;
+  }
+}
+
+async function hedgeScenario(server) {
+  println();
+  println(`${c.bold(c.cyan('▶'))} ${c.bold(`Hedged attempts: ${TAIL_REQUESTS} sequential GETs to a server with a slow tail`)}`);
+  println(c.dim('  /tail answers in ~5 ms, except every 20th request, which takes 800 ms. The two runs go side by side.'));
+  const started = performance.now();
+  let hedges = 0;
+  const [plain, hedged] = await Promise.all([
+    tailRun(server, retryFetch({ maxAttempts: 3 }), 'tail-plain'),
+    tailRun(server, retryFetch({ maxAttempts: 3, hedge: 40, onHedge: () => hedges++ }), 'tail-hedged'),
+  ]);
+  const elapsed = performance.now() - started;
+  for (const [title, r, colour] of [
+    ['retryFetch({ maxAttempts: 3 })', plain, c.red],
+    ['retryFetch({ maxAttempts: 3, hedge: 40 })', hedged, c.green],
+  ]) {
+    println();
+    println(`  ${c.bold(title)}`);
+    printDistribution(r.latencies, colour);
+    println(
+      `    p50 ${c.bold(ms(r.p50))} · p99 ${c.bold(ms(r.p99))} · p99.9 ${c.bold(ms(r.p999))} · ` +
+        `${r.requests} requests for ${TAIL_REQUESTS} calls (${(r.requests / TAIL_REQUESTS).toFixed(3)} per call)`,
+    );
+  }
+  println();
+  println(
+    `  ${c.bold('⇒')} a second attempt 40 ms into a slow one took p99 from ${c.red(ms(plain.p99))} to ${c.green(ms(hedged.p99))}` +
+      ` for ${c.bold(`${(((hedged.requests - TAIL_REQUESTS) / TAIL_REQUESTS) * 100).toFixed(1)}%`)} more requests;` +
+      ` the ${hedged.cancelled} losing requests were cancelled (the server saw their connections close).`,
+  );
+  const perCall = hedged.requests / TAIL_REQUESTS;
+  const checks = [
+    ['every call answered 200', plain.bad === 0 && hedged.bad === 0],
+    ['without hedge, p99 is the slow tail (≥ 700 ms)', plain.p99 >= 700],
+    ['with hedge, p99 under 100 ms', hedged.p99 < 100],
+    ['with hedge, at most 1.10 requests per call', perCall <= 1.1],
+    ['without hedge, one request per call', plain.requests === TAIL_REQUESTS],
+    ['one hedge per slow answer, each loser cancelled', hedges === hedged.slow && hedged.cancelled === hedges && hedged.requests === TAIL_REQUESTS + hedges],
+  ];
+  return {
+    id: 'fetch-hedge',
+    title: 'retryFetch with hedge: a slow tail',
+    attempts: hedged.requests,
+    outcome: `p99 ${Math.round(plain.p99)} → ${Math.round(hedged.p99)} ms`,
+    expectText: 'p99 < 100 ms, ≤ 1.10 req/call',
+    elapsed,
+    checks,
+    ok: checks.every(([, ok]) => ok),
+    seen: {
+      calls: TAIL_REQUESTS,
+      plain: { p50: plain.p50, p99: plain.p99, p999: plain.p999, requests: plain.requests, slow: plain.slow },
+      hedged: { p50: hedged.p50, p99: hedged.p99, p999: hedged.p999, requests: hedged.requests, slow: hedged.slow, hedges, cancelled: hedged.cancelled },
+    },
+  };
+}
+
 // ── the retry storm ─────────────────────────────────────────────────────────
 
 async function storm(server, { clients, budget }) {
@@ -738,6 +841,7 @@ try {
   println(`${c.bold(c.cyan('■'))} ${c.bold('retryFetch(options): the same server through a fetch that retries')}`);
   println(c.dim("  It has fetch's signature and contract: resolves a Response (the last one when retries run out), rejects as fetch does."));
   for (const sc of fetchScenarios(server)) results.push(await runFetchScenario(sc));
+  results.push(await hedgeScenario(server));
 
   println();
   println(`${c.bold(c.cyan('▶'))} ${c.bold('Retry storm: 20 clients against a backend that is down (always 503)')}`);
@@ -811,7 +915,7 @@ const leftovers = process
 // The watchdog above is unref'd and so not listed; anything else is a leak.
 const passed = results.filter((r) => r.ok).length;
 const elapsedMs = Math.round(performance.now() - demoStart);
-const ok = !fatal && passed === results.length && results.length === 18 && leftovers.length === 0;
+const ok = !fatal && passed === results.length && results.length === 19 && leftovers.length === 0;
 println();
 println(
   `${ok ? c.green('✓') : c.red('✗')} ${passed}/${results.length} scenarios reached their expected outcome` +

@@ -19,6 +19,10 @@
 //                                HTTP-date S seconds from now, then 200
 //   /reset?fails=N               the TCP connection is destroyed without a response
 //   /slow?fails=N&ms=M           the response comes after M ms, then fast 200s
+//   /tail?every=N&ms=M&fast=F    a slow tail: every Nth request of the key
+//                                (20) answers after M ms (800), the others
+//                                after F ms (5); a request the client
+//                                abandons first is logged as cancelled
 //   /hang                        never answers (until the client gives up)
 //   /notfound                    404, which no retry can fix
 //   /down                        always 503 without Retry-After: a dead backend
@@ -112,6 +116,19 @@ export async function startFlakyServer({ port = 0, host = '127.0.0.1' } = {}) {
           ok();
         }, Number(q.get('ms') ?? 1000));
         pending.add(timer);
+        return holdOpen(() => {
+          clearTimeout(timer);
+          pending.delete(timer);
+        });
+      }
+      case '/tail': {
+        const slow = n % Number(q.get('every') ?? 20) === 0;
+        const timer = setTimeout(() => {
+          pending.delete(timer);
+          ok();
+        }, Number(slow ? q.get('ms') ?? 800 : q.get('fast') ?? 5));
+        pending.add(timer);
+        entry.slow = slow;
         return holdOpen(() => {
           clearTimeout(timer);
           pending.delete(timer);

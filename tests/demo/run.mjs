@@ -82,6 +82,7 @@ if (result) {
     'flaky', 'retry-after-seconds', 'rate-limited', 'retry-after-date', 'reset', 'slow-deadline',
     'slow-per-try', 'hang', 'not-found', 'refused', 'cancel', 'storm-no-budget', 'storm-budget',
     'fetch-retry-after', 'fetch-post-no-key', 'fetch-post-idempotent', 'fetch-body-intact', 'fetch-caller-abort',
+    'fetch-hedge',
   ];
   check(
     'every scenario ran',
@@ -137,6 +138,29 @@ if (result) {
     typeof body?.sent === 'string' && body.received?.length === 3 && body.received.every((h) => h === body.sent),
     JSON.stringify(body),
   );
+
+  // Hedged attempts against the slow tail, as the server counted them.
+  const tail = scenarios.find((x) => x.id === 'fetch-hedge')?.seen;
+  if (tail) {
+    const { calls, plain, hedged } = tail;
+    check(
+      `hedge: p99 ${Math.round(plain.p99)} ms without, ${Math.round(hedged.p99)} ms with (under 100)`,
+      plain.p99 >= 700 && hedged.p99 < 100 && hedged.p999 < 200,
+      JSON.stringify(tail),
+    );
+    check(
+      `hedge: the server saw ${plain.requests} and ${hedged.requests} requests for ${calls} calls each (≤ 1.10 per call with hedge)`,
+      plain.requests === calls && hedged.requests <= 1.1 * calls && hedged.requests === calls + hedged.hedges,
+      JSON.stringify(tail),
+    );
+    check(
+      `hedge: one hedge per slow answer (${hedged.slow}), every loser's connection closed by the client`,
+      hedged.hedges === hedged.slow && hedged.cancelled === hedged.hedges && plain.slow === calls / 20,
+      JSON.stringify(tail),
+    );
+  } else {
+    check('hedge: the scenario reports what the server saw', false);
+  }
 
   check('the demo reports no leftover sockets or timers', Array.isArray(result.leftovers) && result.leftovers.length === 0, String(result.leftovers));
 
