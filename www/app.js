@@ -1548,6 +1548,269 @@ async function initSpans() {
 }
 
 // ---------------------------------------------------------------------------
+// Hedged attempts: two retryFetch functions, one with `hedge`, each sending
+// its GETs one after another to a simulated backend with a slow tail, side
+// by side. The engine decides when a hedge starts and which attempt wins;
+// this panel draws both latency distributions and the hedged calls.
+
+const HG_URL = 'https://api.example/items';
+const HG_EDGES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
+let hgRunCount = 0;
+
+function readHedge() {
+  const n = (id, dflt) => {
+    const v = Number($(id).value);
+    return $(id).value !== '' && Number.isFinite(v) && v >= 0 ? v : dflt;
+  };
+  return {
+    requests: Math.max(1, Math.round(n('hgRequests', 200))),
+    hedge: n('hgHedge', 40),
+    every: Math.max(1, Math.round(n('hgEvery', 20))),
+    slowMs: n('hgSlow', 800),
+    fastMs: n('hgFast', 5),
+  };
+}
+
+function renderHedgeCode() {
+  const cfg = readHedge();
+  $('hg-code').textContent =
+    `const plain  = retryFetch({ maxAttempts: 3, fetch: backend })\n` +
+    `const hedged = retryFetch({ maxAttempts: 3, hedge: ${cfg.hedge}, onHedge, fetch: backend })\n` +
+    `// ${cfg.requests} GETs through each, one after another: await (await f(url)).text()`;
+  $('hg-cap-hedged').textContent = `with hedge: ${cfg.hedge}`;
+}
+
+/**
+ * The simulated backend of one function: a `fetch` that answers a 200 after
+ * `fastMs`, or after `slowMs` for every `every`-th request it receives, and
+ * stops (rejecting with the signal's reason) when its signal aborts. Every
+ * request is logged: { call, attempt, slow, start, end, outcome }.
+ */
+function hgBackend(cfg, t0) {
+  const log = [];
+  const perCall = new Map();
+  const fetch = (input, init = {}) =>
+    new Promise((resolve, reject) => {
+      const call = Number(new URL(String(input)).searchParams.get('call'));
+      const attempt = (perCall.get(call) ?? 0) + 1;
+      perCall.set(call, attempt);
+      const slow = (log.length + 1) % cfg.every === 0;
+      const entry = { call, attempt, slow, start: performance.now() - t0, end: null, outcome: 'pending' };
+      log.push(entry);
+      const signal = init.signal;
+      let timer = 0;
+      const stop = () => {
+        clearTimeout(timer);
+        entry.end = performance.now() - t0;
+        entry.outcome = 'aborted';
+        reject(signal.reason);
+      };
+      if (signal?.aborted) return stop();
+      timer = setTimeout(() => {
+        signal?.removeEventListener('abort', stop);
+        entry.end = performance.now() - t0;
+        entry.outcome = 'answered';
+        resolve(new Response('{"ok":true}', { status: 200, headers: { 'content-type': 'application/json' } }));
+      }, slow ? cfg.slowMs : cfg.fastMs);
+      signal?.addEventListener('abort', stop, { once: true });
+    });
+  return { fetch, log };
+}
+
+/** `cfg.requests` sequential GETs through `f`: each call's { call, start, ms, status }. */
+async function hgSide(f, cfg, t0, progress) {
+  const calls = [];
+  for (let i = 1; i <= cfg.requests; i++) {
+    const start = performance.now();
+    const r = await f(`${HG_URL}?call=${i}`);
+    await r.text();
+    calls.push({ call: i, start: start - t0, ms: performance.now() - start, status: r.status });
+    if (i % 10 === 0) progress(i);
+  }
+  return calls;
+}
+
+/** Nearest-rank percentile `p` (0..1) of sorted `s`. */
+const hgPct = (s, p) => s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))];
+
+function hgStats(calls, backend) {
+  const s = calls.map((c) => c.ms).sort((a, b) => a - b);
+  return {
+    p50: hgPct(s, 0.5),
+    p99: hgPct(s, 0.99),
+    p999: hgPct(s, 0.999),
+    max: s[s.length - 1],
+    requests: backend.log.length,
+    perCall: backend.log.length / calls.length,
+    failed: calls.filter((c) => c.status !== 200).length,
+  };
+}
+
+async function runHedge() {
+  const cfg = readHedge();
+  const id = ++hgRunCount;
+  const box = document.querySelector('[data-testid="hedge"]');
+  box.dataset.state = 'running';
+  $('hgRun').disabled = true;
+  const t0 = performance.now();
+  const plainBackend = hgBackend(cfg, t0);
+  const hedgedBackend = hgBackend(cfg, t0);
+  const hedges = [];
+  const plainFetch = lib.retryFetch({ maxAttempts: 3, fetch: plainBackend.fetch });
+  const hedgedFetch = lib.retryFetch({ maxAttempts: 3, hedge: cfg.hedge, fetch: hedgedBackend.fetch, onHedge: (info) => hedges.push({ ...info }) });
+  const done = { plain: 0, hedged: 0 };
+  const progress = (side) => (i) => {
+    done[side] = i;
+    $('hg-note').textContent = `run #${id}: ${done.plain} / ${cfg.requests} calls without hedge, ${done.hedged} / ${cfg.requests} with…`;
+  };
+  try {
+    const [plain, hedged] = await Promise.all([
+      hgSide(plainFetch, cfg, t0, progress('plain')),
+      hgSide(hedgedFetch, cfg, t0, progress('hedged')),
+    ]);
+    renderHedge(id, cfg, { calls: plain, backend: plainBackend }, { calls: hedged, backend: hedgedBackend }, hedges);
+    box.dataset.state = 'done';
+  } catch (err) {
+    $('hg-note').textContent = `run #${id} failed: ${errText(err)}`;
+    box.dataset.state = 'failed';
+  } finally {
+    box.dataset.run = String(id);
+    $('hgRun').disabled = false;
+  }
+}
+
+function renderHedge(id, cfg, plain, hedged, hedges) {
+  const a = hgStats(plain.calls, plain.backend);
+  const b = hgStats(hedged.calls, hedged.backend);
+  const top = HG_EDGES.find((e) => e >= Math.max(a.max, b.max, 100)) ?? HG_EDGES[HG_EDGES.length - 1];
+  const count = (calls) => {
+    const edges = [0, ...HG_EDGES.filter((e) => e < top), top];
+    return edges.slice(0, -1).map((lo, i) => ({ lo, hi: edges[i + 1], n: calls.filter((c) => c.ms >= lo && (c.ms < edges[i + 1] || edges[i + 1] === top)).length }));
+  };
+  const binsA = count(plain.calls);
+  const binsB = count(hedged.calls);
+  const yMax = Math.max(1, ...binsA.map((x) => x.n), ...binsB.map((x) => x.n));
+  hgHistogram($('hg-hist-plain'), binsA, a, { top, yMax, cls: 'bar-plain', color: 'var(--failed)' });
+  hgHistogram($('hg-hist-hedged'), binsB, b, { top, yMax, cls: 'bar-jitter', color: 'var(--accent)' });
+  for (const [el, st] of [[$('hg-stats-plain'), a], [$('hg-stats-hedged'), b]]) {
+    el.textContent = `p50 ${fmtMs(st.p50)} · p99 ${fmtMs(st.p99)} · p99.9 ${fmtMs(st.p999)} · ${st.perCall.toFixed(3)} req/call`;
+    Object.assign(el.dataset, { p50: st.p50.toFixed(1), p99: st.p99.toFixed(1), p999: st.p999.toFixed(1), perCall: st.perCall.toFixed(4), requests: String(st.requests) });
+  }
+  const shown = hgTimeline($('hg-timeline'), cfg, hedged.backend.log);
+  const extra = b.requests - cfg.requests;
+  $('hg-note').textContent =
+    `run #${id}: ${cfg.requests} calls each. Without hedge, p99 ${fmtMs(a.p99)} (the slow tail: every ${cfg.every}th request takes ${fmtMs(cfg.slowMs)}); ` +
+    `with hedge: ${cfg.hedge}, p99 ${fmtMs(b.p99)}, for ${extra} more request${extra === 1 ? '' : 's'} (${b.perCall.toFixed(3)} per call, ${plural(hedges.length, 'onHedge call')}). ` +
+    `The timeline shows ${shown ? `the first ${plural(shown, 'hedged call')}` : 'no hedged call'}.` +
+    (a.failed || b.failed ? ` ${a.failed + b.failed} calls did not answer 200.` : '');
+}
+
+/** A latency histogram on a log axis (ms), with the percentiles marked. */
+function hgHistogram(svg, bins, st, { top, yMax, cls, color }) {
+  svg.replaceChildren();
+  const W = Math.max(svg.clientWidth || 420, 200);
+  const H = 130;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const left = 38;
+  const right = 10;
+  const pad = 16;
+  const plotW = W - left - right;
+  const plotH = H - pad - 20;
+  const x = (t) => left + (Math.log10(Math.max(t, 1)) / Math.log10(top)) * plotW;
+  const y = (c) => pad + plotH - (c / yMax) * plotH;
+  for (const c of [0, yMax / 2, yMax]) {
+    svg.append(s('line', { x1: left, x2: W - right, y1: y(c), y2: y(c), class: 'grid' }));
+    svg.append(s('text', { x: left - 5, y: y(c) + 3.5, 'text-anchor': 'end', class: 'axis' }, String(Math.round(c))));
+  }
+  for (const e of HG_EDGES.filter((e) => e <= top)) {
+    svg.append(s('line', { x1: x(e), x2: x(e), y1: pad + plotH, y2: pad + plotH + 4, stroke: '#c0c6d2' }));
+    const anchor = e === 1 ? 'start' : e === top ? 'end' : 'middle';
+    svg.append(s('text', { x: x(e), y: H - 5, 'text-anchor': anchor, class: 'axis' }, e >= 1000 ? `${e / 1000}s` : `${e}ms`));
+  }
+  for (const { lo, hi, n } of bins) {
+    if (!n) continue;
+    const h = Math.max((n / yMax) * plotH, 1);
+    const x0 = x(lo);
+    const rect = s('rect', { x: x0 + 0.5, y: pad + plotH - h, width: Math.max(x(hi) - x0 - 1, 1), height: h, class: `bar ${cls}` });
+    rect.append(s('title', {}, `${n} call${n === 1 ? '' : 's'} between ${fmtMs(lo)} and ${fmtMs(hi)}`));
+    svg.append(rect);
+  }
+  svg.append(s('line', { x1: left, x2: W - right, y1: pad + plotH, y2: pad + plotH, stroke: '#98a2b3' }));
+  // The percentiles, labelled above the plot (one too close to the last is
+  // left unlabelled).
+  let lastX = -Infinity;
+  for (const [name, v] of [['p50', st.p50], ['p99', st.p99], ['p99.9', st.p999]]) {
+    svg.append(s('line', { x1: x(v), x2: x(v), y1: pad - 3, y2: pad + plotH, class: 'pct-line', stroke: color }));
+    if (x(v) - lastX < 34) continue;
+    lastX = x(v);
+    const anchor = x(v) > W - right - 30 ? 'end' : 'start';
+    svg.append(s('text', { x: x(v) + (anchor === 'end' ? -3 : 3), y: pad - 5, 'text-anchor': anchor, class: 'pct-label', fill: color }, name));
+  }
+}
+
+/** The attempts of the first hedged calls (those with more than one), from each call's start; how many rows. */
+function hgTimeline(svg, cfg, log) {
+  svg.replaceChildren();
+  const byCall = new Map();
+  for (const e of log) byCall.set(e.call, [...(byCall.get(e.call) ?? []), e]);
+  const rows = [...byCall.values()].filter((l) => l.length > 1).slice(0, 8);
+  const W = Math.max(svg.clientWidth || 700, 300);
+  const rowH = 20;
+  const H = rows.length ? 22 + rows.length * rowH : 40;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  svg.style.height = `${H}px`;
+  if (!rows.length) {
+    svg.append(s('text', { x: W / 2, y: 24, 'text-anchor': 'middle', class: 'empty' }, 'no call hedged (yet)'));
+    return 0;
+  }
+  const left = 70;
+  const right = 10;
+  const span = Math.max(...rows.flatMap((l) => l.map((e) => (e.end ?? e.start) - l[0].start)), cfg.hedge * 1.5, 1);
+  const step = niceStep(span / 6);
+  const domain = Math.ceil(span / step) * step;
+  const x = (t) => left + (t / domain) * (W - left - right);
+  for (let t = 0; t <= domain + 1e-6; t += step) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: 4, y2: H - 16, class: 'grid' }));
+    svg.append(s('text', { x: x(t), y: H - 4, 'text-anchor': t === 0 ? 'start' : 'middle', class: 'axis' }, fmtAxis(t, step)));
+  }
+  rows.forEach((l, i) => {
+    const t0 = l[0].start;
+    const y = 4 + i * rowH;
+    const g = s('g', { class: 'hg-row', 'data-call': String(l[0].call), 'data-attempts': String(l.length) });
+    g.append(s('text', { x: left - 6, y: y + 13, 'text-anchor': 'end', class: 'row-label' }, `call ${l[0].call}`));
+    const answered = l.filter((e) => e.outcome === 'answered');
+    const winner = answered.reduce((w, e) => (w && w.end <= e.end ? w : e), null);
+    for (const e of l) {
+      const outcome = e === winner ? 'won' : e.outcome === 'aborted' ? 'aborted' : 'lost';
+      const x0 = x(e.start - t0);
+      const w = Math.max(x((e.end ?? e.start) - t0) - x0, 2);
+      const rect = s('rect', { x: x0, y: y + 2, width: w, height: rowH - 5, rx: 2, class: outcome === 'won' ? 'att-won' : 'att-aborted', 'data-outcome': outcome });
+      rect.append(s('title', {}, `attempt ${e.attempt}${e.slow ? ' (a slow answer)' : ''}: ${outcome}, ${fmtMs(e.start - t0)} → ${fmtMs((e.end ?? e.start) - t0)}`));
+      g.append(rect);
+      if (w > 58) g.append(s('text', { x: x0 + 4, y: y + 13, class: 'att-label' }, `#${e.attempt} ${outcome}`));
+      if (e.attempt > 1) g.append(s('line', { x1: x0, x2: x0, y1: y, y2: y + rowH - 1, class: 'hedge-mark' }));
+    }
+    svg.append(g);
+  });
+  return rows.length;
+}
+
+function initHedge() {
+  const box = document.querySelector('[data-testid="hedge"]');
+  for (const el of box.querySelectorAll('.hg-controls input')) el.addEventListener('input', renderHedgeCode);
+  renderHedgeCode();
+  hgTimeline($('hg-timeline'), readHedge(), []);
+  if (typeof lib.retryFetch !== 'function') {
+    box.classList.add('unsupported');
+    $('hg-note').textContent = 'This build of retry-wasm has no retryFetch.';
+    return;
+  }
+  $('hgRun').addEventListener('click', () => runHedge());
+  $('hgRun').disabled = false;
+  box.dataset.ready = 'true';
+}
+
+// ---------------------------------------------------------------------------
 // Wiring
 
 let herdTimer = 0;
@@ -1580,6 +1843,7 @@ $('store-note').innerHTML = 'live through <code>store.subscribe</code>';
 invalidate();
 initLayers();
 initSpans(); // loads OpenTelemetry on its own; the panel says when it is ready
+initHedge();
 await updateHerd();
 $('run').disabled = false;
 document.body.dataset.ready = 'true';

@@ -312,6 +312,39 @@ try {
   const exAttempts = exhausted.rows.filter((r) => r.kind === 'attempt');
   check("spans: a call that gives up: the flow span is ERROR with retry.reason 'attempts-exhausted', its three attempts ERROR", exhausted.done && exFlow.length === 1 && exFlow[0].status === 'ERROR' && exFlow[0].attributes['retry.reason'] === 'attempts-exhausted' && exFlow[0].attributes['retry.attempts'] === 3 && exAttempts.length === 3 && exAttempts.every((a) => a.status === 'ERROR') && /rejected/.test(exhausted.note), brief([...exFlow, ...exAttempts]));
 
+  // The hedge panel: two retryFetch functions against the page's simulated
+  // backend with a slow tail (a short run: 100 calls each, every 20th
+  // request 300 ms): both distributions drawn, hedged calls on the timeline.
+  const hedgeBox = await tab.evaluate(() => {
+    const box = document.querySelector('[data-testid="hedge"]');
+    const r = box?.getBoundingClientRect();
+    return { visible: !!r && r.width > 0 && r.height > 0, ready: box?.dataset.ready === 'true', run: !document.querySelector('[data-testid="hedge-run"]')?.disabled, code: document.getElementById('hg-code')?.textContent };
+  });
+  check('hedge: panel renders, its Run button enabled', hedgeBox.visible && hedgeBox.ready && hedgeBox.run && /hedge: 40/.test(hedgeBox.code ?? ''), JSON.stringify(hedgeBox));
+  await setValue(tab, '#hgRequests', '100');
+  await setValue(tab, '#hgSlow', '300');
+  await tab.click('[data-testid="hedge-run"]');
+  const hedgeDone = await tab
+    .waitForFunction(() => document.querySelector('[data-testid="hedge"]').dataset.state === 'done', null, { timeout: 30_000 })
+    .then(() => true, () => false);
+  const hedgeView = await tab.evaluate(() => {
+    const stats = (k) => ({ ...document.querySelector(`[data-testid="hedge-stats-${k}"]`).dataset });
+    return {
+      state: document.querySelector('[data-testid="hedge"]').dataset.state,
+      bars: { plain: document.querySelectorAll('#hg-hist-plain rect.bar').length, hedged: document.querySelectorAll('#hg-hist-hedged rect.bar').length },
+      labels: [...document.querySelectorAll('#hg-hist-plain .pct-label, #hg-hist-hedged .pct-label')].map((t) => t.textContent),
+      plain: stats('plain'),
+      hedged: stats('hedged'),
+      rows: [...document.querySelectorAll('[data-testid="hedge-timeline"] g.hg-row')].map((g) => [...g.querySelectorAll('rect')].map((r) => r.dataset.outcome)),
+      note: document.querySelector('[data-testid="hedge-note"]').textContent,
+    };
+  });
+  check('hedge: the run finishes and both distributions are drawn', hedgeDone && hedgeView.bars.plain > 0 && hedgeView.bars.hedged > 0 && hedgeView.labels.includes('p99'), JSON.stringify(hedgeView));
+  check(`hedge: p99 ${hedgeView.plain.p99} ms without, ${hedgeView.hedged.p99} ms with hedge (under 100)`, Number(hedgeView.plain.p99) >= 250 && Number(hedgeView.hedged.p99) < 100, JSON.stringify(hedgeView));
+  check(`hedge: ${hedgeView.plain.perCall} and ${hedgeView.hedged.perCall} requests per call (at most 1.10 with hedge)`, Number(hedgeView.plain.perCall) === 1 && Number(hedgeView.hedged.perCall) > 1 && Number(hedgeView.hedged.perCall) <= 1.1, JSON.stringify(hedgeView));
+  check('hedge: the timeline shows hedged calls, each with a loser aborted and one winner', hedgeView.rows.length >= 1 && hedgeView.rows.every((r) => r.length >= 2 && r.filter((o) => o === 'won').length === 1 && r.includes('aborted')), JSON.stringify(hedgeView.rows));
+  check('hedge: the note sums it up', /p99/.test(hedgeView.note) && /onHedge call/.test(hedgeView.note), hedgeView.note);
+
   // Layout at 1280x900: nothing wider than the viewport.
   const overflow = await tab.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   check('no horizontal overflow at 1280x900', overflow <= 0, `${overflow}px`);
