@@ -3,10 +3,10 @@
 // cockatiel, exponential-backoff and async-retry, and of retryFetch against
 // ky and got (the http case). See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,load,http,memory,import,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,trace,load,http,memory,import,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--load-runs=N] [--http-requests=N] [--http-runs=N]
-//                      [--http-chunk=N]
+//                      [--http-chunk=N] [--trace-rounds=N]
 //                      [--libs=id,id,...] [--json-out=FILE] [--stub-clock]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
@@ -27,6 +27,7 @@ import { MEMORY_IDS, runMemoryCase } from './cases/memory.mjs';
 import { HTTP_IDS, HTTP_LABELS, HTTP_PEERS, runHttpCase } from './cases/http.mjs';
 import { measureSizes, formatSizes } from './size.mjs';
 import { runImportCase } from './cases/import.mjs';
+import { TRACE_SETUPS, runTraceCase } from './cases/trace.mjs';
 import { REPO_ROOT } from './lib/retry-wasm.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
@@ -50,7 +51,7 @@ const quick = flag('quick');
 // none). Only the success case, whose flows arm no timer.
 const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,load,http,memory,import,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,trace,load,http,memory,import,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
@@ -63,6 +64,7 @@ const config = {
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
   importRounds: Number(opt('import-rounds', quick ? 5 : 20)),
+  traceRounds: Number(opt('trace-rounds', quick ? 2 : 6)),
 };
 const log = (s) => console.log(s);
 // A library that leaks a rejected promise must not crash the run: count it,
@@ -119,7 +121,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, load: null, http: null, memory: null, import: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, trace: null, load: null, http: null, memory: null, import: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -131,6 +133,31 @@ for (const caseId of Object.keys(PER_CALL_CASES)) {
   if (Object.keys(errors).length) failed = true;
   report.perCall[caseId] = { unit: 'ns/call', results, errors };
   log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- trace case
+// retry-wasm only: its success path with and without subscribers on its
+// tracing channels, one process per subscriber setup, the setups taking
+// turns round by round.
+if (config.cases.includes('trace')) {
+  if (!rw.mod) log(`\n[trace] skipped: retry-wasm is not available`);
+  else if (only && !only.includes('retry-wasm')) log(`\n[trace] skipped: --libs leaves out retry-wasm`);
+  else {
+    log(`\n[trace] cost of tracing on the success path (asyncRetry of async () => 42): one process per subscriber setup, ${config.traceRounds} rounds...`);
+    const t0 = performance.now();
+    const trace = await runTraceCase({
+      rounds: config.traceRounds,
+      samples: quick ? 5 : 10,
+      sampleMs: config.sampleMs,
+      warmupMs: quick ? 150 : 300,
+      warmupCalls: quick ? 20_000 : 50_000,
+      log,
+    });
+    // Without retry-wasm/otel or OpenTelemetry its two setups are skipped, not failed.
+    if (Object.keys(trace.errors).length) failed = true;
+    report.trace = { unit: 'ns/call', ...trace };
+    log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
 }
 
 // ---------------------------------------------------------------- load case
@@ -244,6 +271,20 @@ if (perCallCases.length) {
   if (report.perCall['fail-once']) {
     log(`† arms a timer even for a 0 ms wait (Node clamps it to >= 1 ms): the figure measures that timer,\n  not the library, and is left out of the fastest-peer ratio.`);
   }
+}
+
+if (report.trace) {
+  const { results, ratios: tr, errors, skipped, rounds } = report.trace;
+  const rows = Object.entries(TRACE_SETUPS).map(([id, label]) => {
+    const r = results[id];
+    if (!r) return [label, '—', '', '', '', '', (errors[id] ?? (skipped[id] ? `skipped: ${skipped[id]}` : '')).split('\n')[0].slice(0, 100)];
+    const q = tr[id];
+    return [label, fmtInt(r.median), `${fmtNum(spreadPct(r), 0)}%`, q ? fmtRatio(q.vsOff) : '—', q ? `${fmtRatio(q.vsOffP25)}-${fmtRatio(q.vsOffP75)}` : '', q ? fmtInt(q.overNs) : '—', ''];
+  });
+  log(`\nTrace: retry-wasm asyncRetry, success path, ns per call; one process per setup, medians of ${rounds} rounds; vs no subscriber and over it: paired by round (median, p25-p75)`);
+  log(table(['setup', 'ns/call', 'IQR', 'vs no subscriber', 'p25-p75', 'over, ns', 'notes'], rows, 'lrrrrrl'));
+  log(`channels: no-op handlers on tracingChannel('retry-wasm:execute'), tracingChannel('retry-wasm:attempt') and channel('retry-wasm:backoff');\n` +
+    `SDK tracer: BasicTracerProvider (spans recorded, counted, not exported); no context manager, no meter provider.`);
 }
 
 if (report.load) {
@@ -427,12 +468,19 @@ if (ratioRows.length) {
     log(`  http: paired by run (the libraries take turns chunk by chunk within a run): retry-wasm is ${parts.join(', ')}`);
   }
 } else {
-  log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
+  if (!report.trace?.results.off) log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {
     const { results } = report.perCall[c];
     const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
     if (best) log(`  ${c}: fastest peer ${labelOf[best]} ${fmtInt(results[best].median)} ns/call; @tanstack/pacer ${fmtInt(results.pacer?.median)} ns/call`);
   }
+}
+if (report.trace?.results.off) {
+  const { results, ratios: tr } = report.trace;
+  ratios.trace = { offNs: results.off.median, ...Object.fromEntries(Object.entries(tr).map(([id, x]) => [id, { ns: results[id].median, vsOff: x.vsOff, overNs: x.overNs }])) };
+  const words = { channels: 'no-op channel subscribers', 'otel-noop': 'instrumentRetries and a no-op tracer', 'otel-sdk': "instrumentRetries and the SDK's tracer" };
+  const parts = Object.entries(tr).map(([id, x]) => `${fmtRatio(x.vsOff)} (+${fmtInt(x.overNs)} ns) with ${words[id] ?? TRACE_SETUPS[id]}`);
+  log(`  trace: a success takes ${fmtInt(results.off.median)} ns with no subscriber; paired, ${parts.join(', ')}`);
 }
 if (unhandled.length) {
   failed = true;
