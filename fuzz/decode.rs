@@ -627,11 +627,19 @@ fn staged_policy(inp: &mut Input<'_>, base: &Policy) -> Option<Policy> {
     }
     if ok && p.finish().is_ok() {
         assert_policy_valid(&p, true);
-        Some(p)
+        // A hedge of 0 starts every attempt at once, from one input: with
+        // billions of attempts that is work, not a runaway, and no host
+        // would ask it. Hedged policies keep to HEDGE_BOUND attempts.
+        let fans_out = p.hedge.is_some() && static_bound(&p).is_some_and(|b| b > HEDGE_BOUND);
+        (!fans_out).then_some(p)
     } else {
         None
     }
 }
+
+/// Most attempts a hedged policy of the machine target allows (and the
+/// most its function answers for a dynamic `maxAttempts`).
+const HEDGE_BOUND: f64 = 1000.0;
 
 /// What one machine run did, summed over its machines (for the seed
 /// tests, and to see what the fuzzer reaches).
@@ -1025,7 +1033,13 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                     Some((gen, None))
                 };
                 if let Some((gen, what)) = target {
-                    let value = provided(&mut inp, what);
+                    let mut value = provided(&mut inp, what);
+                    let count = matches!(what, None | Some(Eval::MaxAttempts));
+                    if let Provided::Number(v) = value {
+                        if count && s.m.policy().hedge.is_some() && v > HEDGE_BOUND {
+                            value = Provided::Number(HEDGE_BOUND);
+                        }
+                    }
                     s.m.provide(gen, value, now, &mut budgets);
                 }
             }

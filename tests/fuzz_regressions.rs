@@ -77,7 +77,8 @@ fn options_seed_every_kind() {
     let run = run_options(OPTIONS_KINDS);
     assert_eq!(run.committed, 0, "{run:?}");
     // Options are picked by a byte modulo their count, so adding options
-    // moves some picks: 31 options since nested, innerRetries, onBackoff.
+    // moves some picks: 33 options since hedge and onHedge (31 since
+    // nested, innerRetries, onBackoff); these seeds happen to pick the same.
     assert_eq!(run.refused, 11, "{run:?}");
     assert_eq!(run.accepted, 13, "{run:?}");
 }
@@ -268,6 +269,25 @@ fn options_crash_onbackoff_bit() {
 #[test]
 fn machine_crash_onbackoff_bit() {
     run_machine(&[16, 0, 11, 255, 30, 8]);
+}
+
+// From the harness too: a policy with `hedge: 0` and `maxAttempts:
+// 2^31` starts every attempt at once, from one execute(): legitimate
+// work, over the harness's 10,000 effects per input. Hedged policies of
+// the machine target now keep to 1,000 attempts (HEDGE_BOUND).
+
+#[test]
+fn machine_crash_hedge_fan_out() {
+    const CRASH: &[u8] = &[
+        38, 0, 0, 0, 0, 0, 0, 0, 40, 255, 255, 255, 64, 229, 42, 0, 0, 0, 18, 64, 148, 131, 42, 0,
+        229, 131, 9, 0, 41, 131, 51, 131, 41, 0, 39, 0, 64, 64, 51, 64, 64, 64, 64, 50, 255, 205,
+        38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38,
+        38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38,
+        38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38,
+        38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 38, 64, 64, 64, 64, 64, 64,
+        64, 64, 0, 0, 45,
+    ];
+    run_machine(CRASH);
 }
 
 // With that fixed, and the machine target also starting flows inside

@@ -549,7 +549,9 @@ impl Policy {
                 self.max_attempts = value;
                 self.max_attempts_set = !matches!(raw, Raw::Undefined);
             }
-            Opt::BaseWait | Opt::MaxWait => {
+            // `hedge` takes what `maxWait` takes, and is not set when
+            // undefined.
+            Opt::BaseWait | Opt::MaxWait | Opt::Hedge => {
                 let value = match raw {
                     Raw::Undefined if opt == Opt::BaseWait => Num::Static(DEFAULT_BASE_WAIT),
                     Raw::Undefined => Num::Static(DEFAULT_MAX_WAIT),
@@ -560,10 +562,10 @@ impl Policy {
                     Raw::Number(v) => Num::Static(check_non_negative(v).map_err(range_err)?),
                     _ => return Err(type_err(Expect::NumberOrFunction)),
                 };
-                if opt == Opt::BaseWait {
-                    self.base_wait = value;
-                } else {
-                    self.max_wait = value;
+                match opt {
+                    Opt::BaseWait => self.base_wait = value,
+                    Opt::MaxWait => self.max_wait = value,
+                    _ => self.hedge = (raw != Raw::Undefined).then_some(value),
                 }
             }
             Opt::MaxExecutionTime | Opt::MaxTotalExecutionTime => {
@@ -698,14 +700,6 @@ impl Policy {
                     Raw::Undefined | Raw::Str("retry") => Nested::Retry,
                     Raw::Str("passthrough") => Nested::Passthrough,
                     _ => return Err(type_err(Expect::NestedValue)),
-                };
-            }
-            Opt::Hedge => {
-                self.hedge = match raw {
-                    Raw::Undefined => None,
-                    Raw::Function => Some(Num::Dynamic),
-                    Raw::Number(v) => Some(Num::Static(check_non_negative(v).map_err(range_err)?)),
-                    _ => return Err(type_err(Expect::NumberOrFunction)),
                 };
             }
             // Callbacks were handled above.

@@ -203,6 +203,7 @@ pub fn call_in(
 }
 
 /// Drops what is known of an attempt that is over.
+#[inline(never)]
 pub fn forget(token: u32) {
     if token == 0 {
         return;

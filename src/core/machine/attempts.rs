@@ -17,7 +17,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use super::waits::{plans_with_functions, start_gather, Gather};
+use super::waits::{plans_with_functions, Gather};
 use super::{effective_max_attempts, Flow, Phase, Step, Work};
 use crate::core::backoff;
 use crate::core::budget::Budgets;
@@ -132,7 +132,7 @@ impl Work<'_> {
         self.push(Step::MarkError { gen });
         if self.c.policy.retry_on_execution_timeout {
             if let Some(flow) = self.b.flow.as_mut() {
-                flow.phase = Phase::Gathering(Box::new(Gather::new(attempt)));
+                flow.phase = Gather::phase(attempt, false);
             }
             self.gather(now, budgets);
             return;
@@ -400,7 +400,7 @@ impl Work<'_> {
         }
         if asks {
             if let Some(flow) = self.b.flow.as_mut() {
-                flow.phase = Phase::Gathering(start_gather(attempt));
+                flow.phase = Gather::phase(attempt, true);
             }
             self.gather_start(now);
         }
@@ -451,7 +451,7 @@ impl Work<'_> {
         // formatting into the module (kilobytes).
         h.failed.rotate_left(1);
         h.failed.pop();
-        flow.phase = Phase::Gathering(Box::new(Gather::new(attempt)));
+        flow.phase = Gather::phase(attempt, false);
         if timed_out {
             self.call(gen, Cb::ExecutionTimeout, 0);
             self.emit(Effect::TimeOut { gen, attempt });
@@ -499,18 +499,7 @@ impl Work<'_> {
         self.purge(false, &|s| {
             matches!(*s, Step::Out(Effect::StartTimer { gen: g, timer: t, .. }) if g == gen && t == timer)
         });
-        // A clear of this timer still queued would come after the start
-        // (what a step queues goes first): it is moved here.
-        let moved = self.b.expanding
-            && self.purge(
-                true,
-                &|s| matches!(*s, Step::Out(Effect::ClearTimer { timer: t }) if t == timer),
-            );
-        if moved {
-            self.emit(Effect::ClearTimer { timer });
-        } else {
-            self.clear_timer(timer);
-        }
+        self.clear_timer(timer);
         self.emit(Effect::StartTimer {
             gen,
             timer,

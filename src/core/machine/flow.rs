@@ -147,7 +147,7 @@ impl Work<'_> {
             return;
         }
         if let Some(flow) = self.b.flow.as_mut() {
-            flow.phase = Phase::Gathering(Box::new(super::Gather::new(flow.attempt)));
+            flow.phase = super::Gather::phase(flow.attempt, false);
         }
         self.gather(now, budgets);
     }

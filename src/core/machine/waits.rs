@@ -35,10 +35,14 @@ pub(super) struct Gather {
 }
 
 impl Gather {
-    pub(super) fn new(attempt: u32) -> Gather {
-        Gather {
+    /// The phase of a flow gathering for a decision about `attempt`
+    /// (`started`: a hedged flow's, after it started). One function, not a
+    /// copy of the allocation at each caller.
+    #[inline(never)]
+    pub(super) fn phase(attempt: u32, started: bool) -> Phase {
+        Phase::Gathering(Box::new(Gather {
             attempt,
-            started: false,
+            started,
             awaiting: None,
             should_retry: None,
             max_attempts: None,
@@ -48,7 +52,7 @@ impl Gather {
             retry_after: None,
             custom: None,
             hedge: None,
-        }
+        }))
     }
 }
 
@@ -518,14 +522,6 @@ fn ask(g: &mut Gather, gen: u32, what: Eval) -> Step {
         what,
         attempt: g.attempt,
     })
-}
-
-/// The decision after a start of a hedged flow, when it needs values
-/// only functions give (a dynamic `hedge` or `maxAttempts`).
-pub(super) fn start_gather(attempt: u32) -> Box<Gather> {
-    let mut g = Gather::new(attempt);
-    g.started = true;
-    Box::new(g)
 }
 
 /// Whether a hedged flow needs a function's value to plan its next start.

@@ -10,7 +10,7 @@
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
-use crate::core::budget::{Budget, Budgets};
+use crate::core::budget::{Budget, Budgets, NoBudgets};
 use crate::core::effect::{Effect, Provided, Timer};
 use crate::core::machine::Machine;
 use crate::core::options::Policy;
@@ -91,8 +91,16 @@ impl Decider {
     }
 
     /// The next effect to carry out (a step the machine takes on the way
-    /// may start a hedged attempt, which asks the budget).
+    /// may start a hedged attempt, which asks the budget). Most retryers
+    /// have no budget: then nothing is lent, on the path every success
+    /// takes.
     pub fn next_effect(&self) -> Result<Option<Effect>, InUse> {
+        let budget = self.budget.take();
+        let none = budget.is_none();
+        self.budget.set(budget);
+        if none {
+            return self.with(|m| m.next_effect(&mut NoBudgets));
+        }
         self.lending(|m, b| m.next_effect(b))
     }
 
