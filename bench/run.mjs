@@ -3,10 +3,11 @@
 // cockatiel, exponential-backoff and async-retry, and of retryFetch against
 // ky and got (the http case). See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,trace,load,http,memory,import,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,trace,load,http,hedge,memory,import,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--load-runs=N] [--http-requests=N] [--http-runs=N]
 //                      [--http-chunk=N] [--trace-rounds=N]
+//                      [--hedge-requests=N]
 //                      [--libs=id,id,...] [--json-out=FILE] [--stub-clock]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
@@ -28,6 +29,7 @@ import { HTTP_IDS, HTTP_LABELS, HTTP_PEERS, runHttpCase } from './cases/http.mjs
 import { measureSizes, formatSizes } from './size.mjs';
 import { runImportCase } from './cases/import.mjs';
 import { TRACE_SETUPS, runTraceCase } from './cases/trace.mjs';
+import { HEDGE_CONFIGS, TAIL, runHedgeCase } from './cases/hedge.mjs';
 import { REPO_ROOT } from './lib/retry-wasm.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
@@ -51,7 +53,7 @@ const quick = flag('quick');
 // none). Only the success case, whose flows arm no timer.
 const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,trace,load,http,memory,import,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,trace,load,http,hedge,memory,import,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
@@ -61,6 +63,7 @@ const config = {
   httpRequests: Number(opt('http-requests', quick ? 300 : 1000)),
   httpRuns: Number(opt('http-runs', quick ? 2 : 8)),
   httpChunk: Number(opt('http-chunk', 100)),
+  hedgeRequests: Number(opt('hedge-requests', quick ? 200 : 2000)),
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
   importRounds: Number(opt('import-rounds', quick ? 5 : 20)),
@@ -121,7 +124,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, trace: null, load: null, http: null, memory: null, import: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, trace: null, load: null, http: null, hedge: null, memory: null, import: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -181,6 +184,23 @@ if (config.cases.includes('http')) {
   if (Object.keys(httpCase.errors).length) failed = true;
   report.http = httpCase;
   log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+// ---------------------------------------------------------------- hedge case
+// retry-wasm only: retryFetch with and without `hedge` against a server with
+// a slow tail, latency percentiles and requests sent per call.
+if (config.cases.includes('hedge')) {
+  if (!rw.mod) log(`\n[hedge] skipped: retry-wasm is not available`);
+  else if (only && !only.includes('retry-wasm')) log(`\n[hedge] skipped: --libs leaves out retry-wasm`);
+  else {
+    log(`\n[hedge] ${config.hedgeRequests.toLocaleString('en-US')} sequential GETs through each of ${HEDGE_CONFIGS.map((c) => c.label).join(' and ')}, side by side, ` +
+      `to a local server answering in ${TAIL.fastMs} ms, every ${TAIL.slowEvery}th request in ${TAIL.slowMs} ms...`);
+    const t0 = performance.now();
+    const hedge = await runHedgeCase({ requests: config.hedgeRequests, log });
+    if (Object.keys(hedge.errors).length) failed = true;
+    report.hedge = hedge;
+    log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
 }
 
 // ---------------------------------------------------------------- memory retention
@@ -330,6 +350,24 @@ if (report.http) {
   log(`each library with figures ended every run with ${requests.toLocaleString('en-US')} 200s read by the caller; "requests received" counts what the server got per run.`);
 }
 
+if (report.hedge) {
+  const { results, errors, requests, tail } = report.hedge;
+  const rows = [];
+  for (const c of HEDGE_CONFIGS) {
+    const r = results[c.id];
+    if (!r) {
+      rows.push([c.label, '—', '—', '—', '—', '—', '—', (errors[c.id] ?? errors['retry-wasm'] ?? '').split('\n')[0].slice(0, 100)]);
+      continue;
+    }
+    const l = r.latency;
+    rows.push([c.label, fmtNum(l.p50), fmtNum(l.p90), fmtNum(l.p99), fmtNum(l.p999), fmtNum(l.max), fmtNum(r.requestsPerCall, 3),
+      `${fmtInt(r.serverRequests)} requests, ${fmtInt(r.hedges)} hedges, ${fmtInt(r.closedEarly)} closed early${errors[c.id] ? `; ${errors[c.id]}` : ''}`]);
+  }
+  log(`\nHedge: ${requests.toLocaleString('en-US')} sequential GETs through each function, side by side; the server answers in ${tail.fastMs} ms, ` +
+    `every ${tail.slowEvery}th request in ${tail.slowMs} ms; latency in ms from the call to the body read`);
+  log(table(['retryFetch', 'p50', 'p90', 'p99', 'p99.9', 'max', 'requests/call', 'notes'], rows, 'lrrrrrrl'));
+}
+
 if (report.memory) {
   const { results, errors, targetBytes } = report.memory;
   const rows = [];
@@ -468,7 +506,7 @@ if (ratioRows.length) {
     log(`  http: paired by run (the libraries take turns chunk by chunk within a run): retry-wasm is ${parts.join(', ')}`);
   }
 } else {
-  if (!report.trace?.results.off) log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
+  if (!report.trace?.results.off && !report.hedge?.results.hedged) log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {
     const { results } = report.perCall[c];
     const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
@@ -481,6 +519,12 @@ if (report.trace?.results.off) {
   const words = { channels: 'no-op channel subscribers', 'otel-noop': 'instrumentRetries and a no-op tracer', 'otel-sdk': "instrumentRetries and the SDK's tracer" };
   const parts = Object.entries(tr).map(([id, x]) => `${fmtRatio(x.vsOff)} (+${fmtInt(x.overNs)} ns) with ${words[id] ?? TRACE_SETUPS[id]}`);
   log(`  trace: a success takes ${fmtInt(results.off.median)} ns with no subscriber; paired, ${parts.join(', ')}`);
+}
+if (report.hedge?.results.plain && report.hedge.results.hedged) {
+  const { plain, hedged } = report.hedge.results;
+  ratios.hedge = { p99Plain: plain.latency.p99, p99Hedged: hedged.latency.p99, p999Plain: plain.latency.p999, p999Hedged: hedged.latency.p999, requestsPerCall: hedged.requestsPerCall };
+  log(`  hedge: p99 ${fmtNum(plain.latency.p99)} -> ${fmtNum(hedged.latency.p99)} ms, p99.9 ${fmtNum(plain.latency.p999)} -> ${fmtNum(hedged.latency.p999)} ms, ` +
+    `for ${fmtNum(hedged.requestsPerCall, 3)} requests per call (targets: p99 under 100 ms, at most 1.10)`);
 }
 if (unhandled.length) {
   failed = true;
