@@ -16,6 +16,7 @@
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { runNodeChild } from '../lib/child.mjs';
+import { listenLocal } from '../lib/listen.mjs';
 
 const CHILD = fileURLToPath(new URL('./hedge-child.mjs', import.meta.url));
 
@@ -76,18 +77,7 @@ export async function startTailServer({ fastMs = TAIL.fastMs, slowMs = TAIL.slow
         send(res, 404, '"not found"');
     }
   });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  return {
-    port: server.address().port,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenLocal(server);
 }
 
 /** The nearest-rank percentile `p` (0..1) of sorted `s`. */

@@ -17,6 +17,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { summarize } from '../lib/stats.mjs';
 import { runNodeChild } from '../lib/child.mjs';
+import { listenLocal } from '../lib/listen.mjs';
 import { HTTP_IDS, HTTP_LABELS, HTTP_PEERS, OK_BODY, POLICY } from '../lib/http-adapters.mjs';
 
 export { HTTP_IDS, HTTP_LABELS, HTTP_PEERS };
@@ -64,18 +65,7 @@ export async function startServer() {
         send(res, 404, 'not found');
     }
   });
-  await new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  return {
-    port: server.address().port,
-    close: () =>
-      new Promise((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return listenLocal(server);
 }
 
 /**
