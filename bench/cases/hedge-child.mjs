@@ -16,7 +16,7 @@
 // Prints one JSON line: { results: { [id]: { latencies: [...], wallMs, hedges,
 // server: { requests, slow, closedEarly, open }, error? } } } or { error }.
 
-import http from 'node:http';
+import { control as controlRequest } from '../lib/listen.mjs';
 import { loadRetryWasm } from '../lib/retry-wasm.mjs';
 import { HEDGE_CONFIGS, TAIL_BODY } from './hedge.mjs';
 
@@ -31,19 +31,8 @@ const REQUESTS = opt('requests', 2000);
 const WARMUP = opt('warmup', 40);
 const BASE = `http://127.0.0.1:${PORT}`;
 
-// Control requests: node:http with a connection of their own, outside the
-// pool retryFetch's fetch uses.
-function control(path) {
-  return new Promise((resolve, reject) => {
-    const req = http.get(`${BASE}${path}`, { agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve(JSON.parse(body)));
-    });
-    req.on('error', reject);
-  });
-}
+// Control requests, on a connection of their own (see listen.mjs).
+const control = (path) => controlRequest(BASE, path);
 
 const rw = await loadRetryWasm();
 if (!rw.mod) {

@@ -31,6 +31,7 @@
 
 import http from 'node:http';
 import { OK_BODY, POLICY, expectedRequests, makeHttpClient, statusOfError } from '../lib/http-adapters.mjs';
+import { control as controlRequest } from '../lib/listen.mjs';
 import { loadRetryWasm } from '../lib/retry-wasm.mjs';
 
 const args = process.argv.slice(2);
@@ -53,19 +54,8 @@ class LibraryError extends Error {
   }
 }
 
-// Control requests: node:http with a connection of their own, so they share
-// no pool (undici's, got's agent) with the libraries under test.
-function control(path) {
-  return new Promise((resolve, reject) => {
-    const req = http.get(`${BASE}${path}`, { agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve(JSON.parse(body)));
-    });
-    req.on('error', reject);
-  });
-}
+// Control requests, on a connection of their own (see listen.mjs).
+const control = (path) => controlRequest(BASE, path);
 
 async function main() {
   if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc');

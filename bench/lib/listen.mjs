@@ -1,5 +1,7 @@
 // A bench case's local HTTP server, listening on 127.0.0.1 at an ephemeral
-// port: the one way the http and hedge cases start and stop theirs.
+// port: the one way the http and hedge cases start and stop theirs, and ask
+// it for its counters.
+import http from 'node:http';
 
 /** Listens `server` on 127.0.0.1; resolves `{ port, close }` (close ends every connection). */
 export async function listenLocal(server) {
@@ -15,4 +17,21 @@ export async function listenLocal(server) {
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * GETs `path` of the server at `base` and resolves its JSON: a control
+ * request, on a connection of its own (`agent: false`), so it shares no pool
+ * (undici's, got's agent) with the libraries under test.
+ */
+export function control(base, path) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${base}${path}`, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(JSON.parse(body)));
+    });
+    req.on('error', reject);
+  });
 }
