@@ -124,6 +124,31 @@ function makeChannels() {
 
 let own;
 
+/**
+ * The store to bind to the attempt's `start` so that the attempt's span is
+ * OpenTelemetry's active context while the function runs, or undefined.
+ * On the host's channels: the very `AsyncLocalStorage` the registered
+ * context manager reads `context.active()` from (`AsyncLocalStorageContextManager`,
+ * what the Node SDK registers), so the host enters it by its own means
+ * (`run`, or `withScope` where Node 26 uses it) and nothing imitates one.
+ * On this module's own channels (no host channels: browsers), whose
+ * `runStores` is ours, the context manager's `with`.
+ */
+function contextStore(dc) {
+  if (dc === own) return { run: (value, fn) => context.with(value, fn) };
+  const AsyncLocalStorage = globalThis.process?.getBuiltinModule?.('node:async_hooks')?.AsyncLocalStorage;
+  // `_getContextManager` and `_asyncLocalStorage` are the API's and the
+  // context manager's own fields: there is no public way to the store.
+  // Whatever is found there is used only if it is a real AsyncLocalStorage.
+  let als;
+  try {
+    als = context._getContextManager?.()?._asyncLocalStorage;
+  } catch {
+    return undefined;
+  }
+  return typeof AsyncLocalStorage === 'function' && als instanceof AsyncLocalStorage ? als : undefined;
+}
+
 /** The host's `diagnostics_channel`, or (once per realm) ours, handed to the engine. */
 function channels() {
   const host = globalThis.process?.getBuiltinModule?.('node:diagnostics_channel');
@@ -252,6 +277,8 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
 
   const flowHandlers = {
     start: guard((ctx) => {
+      // A context manager registered after instrumentRetries() is found here.
+      bindContext();
       const parent = context.active();
       const name = typeof ctx.key === 'string' && ctx.key ? `retry ${ctx.key}` : 'retry';
       const span = tracer.startSpan(name, { kind: SpanKind.INTERNAL }, parent);
@@ -305,9 +332,20 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
     flow?.span.addEvent('retry.backoff', { 'retry.attempt': m.attempt, 'retry.delay': m.delay / 1000 });
   });
 
-  // The attempt's span, active while its function runs: Node's runStores
-  // calls `store.run(transform(ctx), fn)`.
-  const store = { run: (value, fn) => context.with(value, fn) };
+  // The attempt's span, active while its function runs: the store bound
+  // to the attempt's `start` is the one OpenTelemetry's context lives in,
+  // entered by the host as it enters any store (see contextStore).
+  let store;
+  let warned = false;
+  const bindContext = () => {
+    if (store || stopped) return;
+    store = contextStore(dc);
+    if (store) attempt.start.bindStore(store, transform);
+    else if (!warned) {
+      warned = true;
+      diag.warn('retry-wasm/otel: the registered context manager keeps no AsyncLocalStorage; attempt spans are recorded, but are not the active context while the function runs');
+    }
+  };
   const transform = (ctx) => {
     try {
       return attemptOf(ctx)?.context ?? context.active();
@@ -320,18 +358,18 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
   const execute = dc.tracingChannel('retry-wasm:execute');
   const attempt = dc.tracingChannel('retry-wasm:attempt');
   const backoff = dc.channel('retry-wasm:backoff');
+  let stopped = false;
   execute.subscribe(flowHandlers);
   attempt.subscribe(attemptHandlers);
-  attempt.start.bindStore(store, transform);
   backoff.subscribe(onBackoff);
+  bindContext();
 
-  let stopped = false;
   return function stop() {
     if (stopped) return;
     stopped = true;
     execute.unsubscribe(flowHandlers);
     attempt.unsubscribe(attemptHandlers);
-    attempt.start.unbindStore(store);
+    if (store) attempt.start.unbindStore(store);
     backoff.unsubscribe(onBackoff);
     // Flows still running are no longer seen: their spans end here.
     for (const ref of open) {

@@ -64,13 +64,56 @@ export function publish(which, part, context) {
   channels[which][part].publish(context);
 }
 
+let warned;
+
+// An observer's failure (a bound store that throws, or that a newer host
+// enters in a way it does not support) is never the call's: it is said
+// once, as a warning, and the function runs all the same.
+function observerFailed(e) {
+  if (warned) return;
+  warned = true;
+  const text = 'retry-wasm: a store bound to tracing:retry-wasm:attempt:start failed; attempts run without it';
+  try {
+    const p = globalThis.process;
+    if (typeof p?.emitWarning === 'function') p.emitWarning(text, { code: 'RETRY_WASM_OBSERVER', detail: String(e?.stack ?? e) });
+    else globalThis.console?.warn?.(text, e);
+  } catch {}
+}
+
 export function tracedCall(context, f, receiver, args) {
   const trace = channels[1];
+  // 0: not called yet, 1: returned, 2: threw. The function's own outcome
+  // is kept apart from what the stores around it do.
+  let state = 0;
+  let value;
+  const call = () => {
+    try {
+      value = f.apply(receiver, args);
+      state = 1;
+    } catch (e) {
+      value = e;
+      state = 2;
+    }
+    return value;
+  };
   try {
-    return trace.start.runStores(context, f, receiver, ...args);
-  } finally {
-    trace.end.publish(context);
+    trace.start.runStores(context, call);
+  } catch (e) {
+    observerFailed(e);
   }
+  if (state === 0) {
+    // The stores failed before the host published `start` (it publishes
+    // inside them): publish it here, so subscribers see the attempt.
+    try {
+      trace.start.publish(context);
+    } catch {}
+    call();
+  }
+  try {
+    trace.end.publish(context);
+  } catch {}
+  if (state === 2) throw value;
+  return value;
 }
 
 export function settle(which, context, failed) {
@@ -185,7 +228,10 @@ impl Channels {
     }
 
     /// The attempt channel's `start`, then `f.apply(receiver, args)` inside
-    /// the stores bound to it, then its `end`.
+    /// the stores bound to it, then its `end`. The result is the
+    /// function's own: a store that fails (throws, or cannot be entered
+    /// the way the host enters stores) is warned about once and the
+    /// function is called without it, never failed for it.
     pub fn call(
         &self,
         context: &JsValue,

@@ -322,28 +322,15 @@ async function channelCases() {
   await test('channels: a flow that succeeds on attempt 2, events and fields', async () => {
     const rec = recordChannels();
     const als = new AsyncLocalStorage();
-    let plain;
-    const plainStore = {
-      run(value, fn) {
-        const before = plain;
-        plain = value;
-        try {
-          return fn();
-        } finally {
-          plain = before;
-        }
-      },
-    };
     const attemptStart = dc.tracingChannel('retry-wasm:attempt').start;
     attemptStart.bindStore(als, (ctx) => `attempt ${ctx.attempt}`);
-    attemptStart.bindStore(plainStore, (ctx) => ctx.attempt);
     const thrown = new Error('first attempt fails');
     const inside = [];
     let retryer;
     try {
       retryer = new AsyncRetryer(async (a, b) => {
         const n = inside.length + 1;
-        const seen = { n, before: als.getStore(), plain };
+        const seen = { n, before: als.getStore() };
         inside.push(seen);
         await sleep(5);
         seen.after = als.getStore();
@@ -356,8 +343,8 @@ async function channelCases() {
 
       // The store bound on the attempt's start is the function's context, before and after its await.
       assert.deepEqual(inside, [
-        { n: 1, before: 'attempt 1', plain: 1, after: 'attempt 1' },
-        { n: 2, before: 'attempt 2', plain: 2, after: 'attempt 2' },
+        { n: 1, before: 'attempt 1', after: 'attempt 1' },
+        { n: 2, before: 'attempt 2', after: 'attempt 2' },
       ]);
 
       const [flow, ...more] = rec.traces('execute');
@@ -411,7 +398,78 @@ async function channelCases() {
     } finally {
       rec.stop();
       attemptStart.unbindStore(als);
-      attemptStart.unbindStore(plainStore);
+    }
+  });
+
+  await test('channels: observers that fail never fail the call', async () => {
+    // A store whose run and withScope throw, a store only `run` enters
+    // (Node 26 enters stores with withScope), and a subscriber that throws
+    // (Node reports that as the host's uncaught error), all beside
+    // retry-wasm/otel: every call still settles as without them, and each
+    // attempt's function runs exactly once.
+    const attemptStart = dc.tracingChannel('retry-wasm:attempt').start;
+    const throwing = {
+      run() {
+        throw new Error('a store that throws (run)');
+      },
+      withScope() {
+        throw new Error('a store that throws (withScope)');
+      },
+    };
+    const runOnly = { run: (value, fn) => fn() };
+    const boom = new Error('a subscriber that throws');
+    const subscriber = () => {
+      throw boom;
+    };
+    const uncaught = [];
+    const onUncaught = (e) => uncaught.push(e);
+    const warnings = [];
+    const onWarning = (w) => {
+      if (w.code === 'RETRY_WASM_OBSERVER') warnings.push(w);
+    };
+    // Registered before the first failing store of this process: the
+    // engine says it once.
+    process.on('uncaughtException', onUncaught);
+    process.on('warning', onWarning);
+    const stop = instrumentRetries();
+    attemptStart.bindStore(throwing, (ctx) => ctx.attempt);
+    attemptStart.bindStore(runOnly, (ctx) => ctx.attempt);
+    attemptStart.subscribe(subscriber);
+    try {
+      let calls = 0;
+      const r = new AsyncRetryer(async (x) => {
+        calls++;
+        await sleep(1);
+        if (calls === 1) throw new Error('once');
+        return x * 2;
+      }, { maxAttempts: 3, baseWait: 1 });
+      assert.equal(await r.execute(21), 42);
+      assert.equal(calls, 2, 'two attempts, each function called once');
+      const thrown = new TypeError('its own error');
+      let sync = 0;
+      await assert.rejects(
+        new AsyncRetryer(() => {
+          sync++;
+          throw thrown;
+        }, { maxAttempts: 2, baseWait: 1 }).execute(),
+        (e) => e === thrown,
+      );
+      assert.equal(sync, 2, 'a function that throws synchronously is called once per attempt');
+      const res = await retryFetch({ baseWait: 1 })(server.url('/flaky?id=observers&fail=1'));
+      assert.equal(res.status, 200);
+      await res.text();
+      await sleep(20);
+      assert.ok(uncaught.length > 0 && uncaught.every((e) => e === boom), "the subscriber's throw is the host's uncaught error");
+      assert.equal(warnings.length, 1, 'the failing store is said once');
+      return `3 calls settled as without observers; ${uncaught.length} uncaught subscriber errors; ${warnings.length} warning`;
+    } finally {
+      attemptStart.unsubscribe(subscriber);
+      attemptStart.unbindStore(throwing);
+      attemptStart.unbindStore(runOnly);
+      stop();
+      await sleep(10);
+      process.off('uncaughtException', onUncaught);
+      process.off('warning', onWarning);
     }
   });
 
