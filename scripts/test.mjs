@@ -55,6 +55,15 @@ function optionalFile(file, what) {
 
 const STAGES = [
   {
+    name: 'spec',
+    title: 'every "SPEC §…" citation in the tracked files resolves to docs/SPEC.md',
+    run() {
+      requireFile('scripts/spec-refs.mjs', 'the citation checker');
+      node('scripts/spec-refs.mjs', ['--self-test'], { timeout: MIN });
+      node('scripts/spec-refs.mjs', [], { timeout: MIN });
+    },
+  },
+  {
     name: 'rust',
     title: 'cargo fmt, clippy (native + wasm32), cargo test',
     run() {

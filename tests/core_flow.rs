@@ -1485,8 +1485,8 @@ fn old_total_timer_firing_before_its_clear_is_popped_does_not_end_the_new_flow()
     // without draining (e.g. from inside the function, synchronously); the
     // host's gen-1 Total timer fires before ClearTimer(Total) is popped.
     // Gen 2 was ended by a total timeout 0 ms into its own 1000 ms
-    // deadline. SPEC §1 rule 12 / the architecture's "a late timer from an
-    // old flow is a no-op".
+    // deadline. SPEC §1 rule 12, and the README's architecture notes: a late
+    // timer of an older flow is a no-op.
     let mut h = Host::new(policy(&[(Opt::MaxTotalExecutionTime, Raw::Number(1000.0))]));
     let g1 = h.execute();
     h.drain();

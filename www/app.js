@@ -170,7 +170,7 @@ function renderCode() {
 
 // ---------------------------------------------------------------------------
 // Waits: what the policy says about the delay after failed attempt n
-// (SPEC "Delays"; used only to label the timeline: the library decides).
+// (SPEC §1 "Delays"; used only to label the timeline: the library decides).
 
 function planWait(p, n) {
   const b = p.baseWait ?? 1000;
@@ -312,7 +312,7 @@ function callbacksFor(r) {
   return cb;
 }
 
-/** State that may persist from one retryer to the next (SPEC: initialState). */
+/** State that may persist from one retryer to the next (SPEC §1 "State": initialState). */
 function carriedState() {
   if (!retryer) return undefined;
   const { executionCount, lastExecutionTime, totalExecutionTime, lastResult, lastError } = retryer.store.state;

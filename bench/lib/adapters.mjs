@@ -206,10 +206,10 @@ export function baselineAdapters() {
     kind: 'baseline',
     zeroWaitTimer: false,
     perCallOnly: true,
-    // The least a library meeting SPEC flow rules 8 and 11 can cost: its
+    // The least a library meeting SPEC §1 rules 8 and 11 can cost: its
     // promise must be able to settle before the function's does (abort(), a
-    // new execution, the total deadline "also when the function never
-    // settles"), so it cannot be an async wrapper's own promise or the
+    // new execution, the total deadline, which holds even when the function
+    // never settles), so it cannot be an async wrapper's own promise or the
     // function's `then`. This is only that promise, settled from one pair of
     // reusable handlers, and the two clock reads: no state, no flow record,
     // no engine, and one flow at a time (enough for a sequential loop).

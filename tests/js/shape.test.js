@@ -1,6 +1,6 @@
-// The shape the design card names: the Rust class itself calls the wrapped
-// function, arms and clears the host's timers, makes the attempt's
-// AbortController and seeds its jitter from the host's randomness. Each of
+// The shape SPEC §0 "Who decides, who acts" names: the Rust class itself
+// calls the wrapped function, arms and clears the host's timers, makes the
+// attempt's AbortController and seeds its jitter from the host's randomness. Each of
 // those calls is watched here, and its stack must run through the
 // WebAssembly module (V8 names wasm frames `wasm://wasm/...`), not through
 // hand-written JavaScript alone.

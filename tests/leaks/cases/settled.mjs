@@ -74,7 +74,7 @@ async function invalidAnswer() {
     () => 'fulfilled',
     (e) => e instanceof RangeError,
   );
-  check(outcome === true, 'an invalid baseWait answer did not reject with a RangeError (SPEC)');
+  check(outcome === true, 'an invalid baseWait answer did not reject with a RangeError (SPEC §3)');
 }
 
 for (const scenario of [success, failure, newExecution, abortMidWait, callbackThrew, invalidAnswer]) await scenario();
