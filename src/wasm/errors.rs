@@ -96,6 +96,23 @@ pub fn must_be(
     }
 }
 
+/// The error for a shared object (`class`: a `RetryBudget`) given as
+/// option `label` after it was freed: it would share nothing any more.
+#[cold]
+#[inline(never)]
+pub fn freed_option(label: &str, class: &str) -> JsValue {
+    type_error(
+        &[
+            "option '",
+            label,
+            "' is a ",
+            class,
+            " that was freed (free() or Symbol.dispose); create a new one",
+        ]
+        .concat(),
+    )
+}
+
 /// The error for an option name the library does not know.
 #[cold]
 #[inline(never)]

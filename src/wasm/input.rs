@@ -131,7 +131,12 @@ pub fn apply(policy: &mut Policy, given: &[Given]) -> Result<Extras, JsValue> {
             Opt::InitialState if g.value.is_object() => {
                 initial_state(policy, &g.value, &mut extras)?
             }
-            Opt::Budget => extras.budget = Some(budget_table::of(&g.value)),
+            Opt::Budget => {
+                if props::freed(&g.value) {
+                    return Err(errors::freed_option(g.opt.name(), "RetryBudget"));
+                }
+                extras.budget = Some(budget_table::of(&g.value));
+            }
             Opt::Key => extras.key = Some(g.value.clone()),
             _ => {}
         }

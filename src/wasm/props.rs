@@ -25,6 +25,13 @@ pub fn is_signal(value: &JsValue) -> bool {
         && is_fn("removeEventListener")
 }
 
+/// Whether `value`, an object of one of this module's classes, was freed
+/// (`free()` or `Symbol.dispose`): wasm-bindgen then sets its pointer to 0,
+/// the same field the doorway reads.
+pub fn freed(value: &JsValue) -> bool {
+    get(value, "__wbg_ptr").is_ok_and(|p| p.as_f64() == Some(0.0))
+}
+
 /// An array's length, read with its traps caught.
 pub fn length_of(array: &JsValue) -> Option<u32> {
     let n = get(array, "length").ok()?.as_f64()?;

@@ -1,7 +1,7 @@
 // SPEC §2 RetryBudget: tokens, a budget shared by retryers and by
 // overlapping flows, its bounds, first attempts, and its validation.
 import { describe, it, expect, vi } from 'vitest'
-import { AsyncRetryer, RetryBudget } from 'retry-wasm'
+import { AsyncRetryer, RetryBudget, retryFetch } from 'retry-wasm'
 import { advance, track, runToEnd, useFakeClock } from './helpers.js'
 
 useFakeClock(Date.UTC(2030, 0, 1, 12, 0, 0))
@@ -107,5 +107,26 @@ describe('RetryBudget', () => {
     expect(e.message).toContain('maxTokens')
     // contract-silent: `budget` must be a RetryBudget
     expect(() => new AsyncRetryer(async () => 1, { budget: { maxTokens: 3 } })).toThrow(TypeError)
+  })
+
+  it('a freed budget given as an option is a TypeError that says it was freed', () => {
+    const budget = new RetryBudget({ maxTokens: 4 })
+    const held = new AsyncRetryer(async () => 1, { budget })
+    budget.free()
+    const freed = (e) => e instanceof TypeError && /option 'budget'/.test(e.message) && /freed/.test(e.message)
+    expect(() => new AsyncRetryer(async () => 1, { budget })).toThrow(expect.objectContaining({ name: 'TypeError', message: expect.stringMatching(/option 'budget' is a RetryBudget that was freed/) }))
+    expect(() => retryFetch({ budget })).toThrow(/option 'budget' is a RetryBudget that was freed/)
+    let caught
+    try {
+      held.setOptions({ budget })
+    } catch (e) {
+      caught = e
+    }
+    expect(freed(caught)).toBe(true)
+    // A failed setOptions changes nothing: the retryer still runs.
+    expect(held.options.budget).toBe(budget)
+    const disposed = new RetryBudget()
+    disposed[Symbol.dispose]?.()
+    if (Symbol.dispose) expect(() => new AsyncRetryer(async () => 1, { budget: disposed })).toThrow(TypeError)
   })
 })
