@@ -17,7 +17,7 @@ use core::cell::{Cell, RefCell};
 
 use js_sys::{Array, ArrayBuffer, Function, Promise};
 use wasm_bindgen::prelude::*;
-use web_sys::{AbortSignal, Blob, FormData, Headers, ReadableStream, Request, UrlSearchParams};
+use web_sys::{AbortSignal, Blob, FormData, Headers, ReadableStream, UrlSearchParams};
 
 use super::engine::{Engine, FetchCall, Kind, SharedBudget};
 use super::entries;
@@ -308,7 +308,7 @@ impl FetchCalls {
         .dyn_into()
         .map_err(|_| errors::type_error("retryFetch found no fetch function (globalThis.fetch)"))?;
         let init_object = init.is_object();
-        let request = input.dyn_ref::<Request>().cloned();
+        let request = js::as_request(&input);
         let init_get = |name: &'static str| -> Result<JsValue, JsValue> {
             if init_object {
                 props::get(&init, name)
@@ -320,11 +320,14 @@ impl FetchCalls {
         // (`null`: none), else the Request's own.
         let given = init_get("signal")?;
         let caller = if given.is_undefined() {
-            request.as_ref().map(Request::signal)
+            match request.as_ref() {
+                Some(r) => js::own_signal(&props::get(r, "signal")?),
+                None => None,
+            }
         } else if given.is_null() {
             None
-        } else if let Some(signal) = given.dyn_ref::<AbortSignal>() {
-            Some(signal.clone())
+        } else if let Some(signal) = js::own_signal(&given) {
+            Some(signal)
         } else {
             // Not an AbortSignal: fetch's own TypeError.
             return Ok(once(&fetch, &input, &init));
@@ -334,9 +337,12 @@ impl FetchCalls {
         }
         let method = match init_get("method")?.as_string() {
             Some(m) => m,
-            None => request
-                .as_ref()
-                .map_or_else(|| String::from("GET"), Request::method),
+            None => match request.as_ref() {
+                Some(r) => props::get(r, "method")?
+                    .as_string()
+                    .unwrap_or_else(|| String::from("GET")),
+                None => String::from("GET"),
+            },
         };
         let headers = init_get("headers")?;
         let idempotency_key = if !headers.is_undefined() {
@@ -349,6 +355,7 @@ impl FetchCalls {
             }
         } else {
             match request.as_ref() {
+                // Read structurally: any Request's headers have `has`.
                 Some(r) => r.headers().has(http::IDEMPOTENCY_KEY)?,
                 None => false,
             }
@@ -368,10 +375,9 @@ impl FetchCalls {
         };
         let retries = self.http.retries(kind);
         let hedges = self.http.hedges(kind, shared.before_retry.is_function());
-        let option = props::is_signal(&shared.signal)
-            .then(|| shared.signal.clone().unchecked_into::<AbortSignal>());
+        let option = js::own_signal(&shared.signal);
         let signal = match (caller.as_ref(), option) {
-            (Some(a), Some(b)) => Some(AbortSignal::any(&Array::of2(a, &b))),
+            (Some(a), Some(b)) => Some(js::both(a, &b)),
             (a, b) => a.cloned().or(b),
         };
         let policy = if signal.is_some() {

@@ -46,7 +46,8 @@ function identities(e, made) {
 
 /** A Response's head: everything but the body's content. */
 export function describeHead(res) {
-  if (!(res instanceof Response)) return { notAResponse: Object.prototype.toString.call(res) };
+  // A Response of another class (undici's npm one) is tagged so too.
+  if (Object.prototype.toString.call(res) !== '[object Response]') return { notAResponse: Object.prototype.toString.call(res) };
   return {
     ctor: res.constructor.name,
     type: res.type,

@@ -23,7 +23,7 @@
 //   node table.mjs [--only <substring>] [--verbose]
 import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
-import { Agent } from 'undici';
+import { Agent, Request as UndiciRequest, fetch as undiciFetch } from 'undici';
 import { retryFetch } from 'retry-wasm';
 import { callAndDescribe, describeError, describeHead, describeResponse, fastClass, runRow, sleep, FAST_MS } from './harness.mjs';
 import { startServer, describeReceived, FIXED_BODY, STREAM_CHUNKS, STREAM_GAP_MS } from './server.mjs';
@@ -95,10 +95,16 @@ const fast = { timing: (o) => ({ settled: fastClass(o._ms) }) };
 /** Input mistakes: fetch's own TypeError, at once, nothing sent. */
 const mistake = (name, make) => ({ group: 'input mistake', name, make, ...fast });
 
-/** Calls f, waits until the server has the request, aborts, describes the rejection and how long after the abort it came. */
-function abortDuringRequest(abort) {
+/**
+ * Calls f, waits until the server has the request (the `arrivals`-th one:
+ * 2 to abort after a redirect was followed), aborts, describes the
+ * rejection and how long after the abort it came.
+ */
+function abortDuringRequest(abort, { arrivals = 1 } = {}) {
   return async (f, made, ctx) => {
-    const arrived = ctx.server.arrived();
+    const arrived = (async () => {
+      for (let i = 0; i < arrivals; i++) await ctx.server.arrived();
+    })();
     const t0 = performance.now();
     let settledAt = null;
     const p = f(...made.args);
@@ -638,6 +644,70 @@ const ROWS = [
   { group: 'not retried', name: '503 to a PUT with a Node Readable body (one-shot)', make: call('/flaky', () => ({ method: 'PUT', body: readableOf(['one', '-shot']), duplex: 'half' })) },
   { group: 'not retried', name: '503 to a PUT with an async generator body (one-shot)', make: call('/flaky', () => ({ method: 'PUT', body: generatorOf(['one', '-shot']), duplex: 'half' })) },
 
+  // ---- a Request of another class: undici's npm Request, with undici's npm fetch
+  {
+    group: 'another Request class',
+    name: "undici's Request: GET with headers",
+    make: (ctx) => ({ args: [new UndiciRequest(ctx.url('/echo?undici=1'), { headers: { 'x-token': 'abc', accept: 'application/json' } })] }),
+    fetchOf: () => undiciFetch,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request: PUT with a text body and headers",
+    make: (ctx) => ({ args: [new UndiciRequest(ctx.url('/echo?undici=put'), { method: 'PUT', body: 'undici body', headers: { 'content-type': 'text/plain', 'x-token': 'put' } })] }),
+    fetchOf: () => undiciFetch,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request, init overriding its method and headers",
+    make: (ctx) => ({ args: [new UndiciRequest(ctx.url('/echo?undici=init')), { method: 'DELETE', headers: { 'x-over': '1' } }] }),
+    fetchOf: () => undiciFetch,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request, its signal aborted before the call",
+    make: (ctx) => {
+      const ac = new AbortController();
+      ac.abort(new Error('aborted before'));
+      return { args: [new UndiciRequest(ctx.url('/echo'), { signal: ac.signal })], signals: { 'request.signal': ac.signal } };
+    },
+    fetchOf: () => undiciFetch,
+    ...fast,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request, its signal aborted during the request",
+    make: (ctx) => {
+      const ac = new AbortController();
+      return { ac, args: [new UndiciRequest(ctx.url('/slow?ms=2000'), { signal: ac.signal })], signals: { 'request.signal': ac.signal } };
+    },
+    fetchOf: () => undiciFetch,
+    act: abortDuringRequest((made) => made.ac.abort(new Error('undici request aborted'))),
+    quiet: 400,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request, its signal aborted after a redirect was followed",
+    make: (ctx) => {
+      const ac = new AbortController();
+      return { ac, args: [new UndiciRequest(ctx.url('/redirect?code=302&to=/slow?ms=2000'), { signal: ac.signal })], signals: { 'request.signal': ac.signal } };
+    },
+    fetchOf: () => undiciFetch,
+    act: abortDuringRequest((made) => made.ac.abort(new Error('aborted across the redirect')), { arrivals: 2 }),
+    quiet: 400,
+  },
+  {
+    group: 'another Request class',
+    name: "undici's Request, its signal aborted while the body is read",
+    make: (ctx) => {
+      const ac = new AbortController();
+      return { ac, args: [new UndiciRequest(ctx.url('/stream'), { signal: ac.signal })], signals: { 'request.signal': ac.signal } };
+    },
+    fetchOf: () => undiciFetch,
+    act: abortWhileReading('reader', (made) => made.ac.abort('undici mid-body')),
+    quiet: 400,
+  },
+
   // ---- EXCEPTIONS: the difference is the point
   {
     group: 'exception',
@@ -662,6 +732,17 @@ const ROWS = [
       reason: 'as above, with a replayable body and an undici dispatcher: the second attempt carries the same bytes and goes through the same dispatcher (2 dispatches to 1)',
       differs: ['outcome.response', 'received', 'outcome.extra.dispatches'],
       check: (a, b) => [...retriedCheck(a, b, { fetchStatus: 503, finalStatus: 200, attempts: 2 }), ...(a.outcome.extra?.dispatches === 1 && b.outcome.extra?.dispatches === 2 ? [] : [`dispatches: fetch ${a.outcome.extra?.dispatches}, retryFetch ${b.outcome.extra?.dispatches} (want 1 and 2)`])],
+    },
+  },
+  {
+    group: 'exception',
+    name: "503 then 200 (undici's Request, PUT with a text body, through undici's fetch)",
+    make: (ctx) => ({ args: [new UndiciRequest(ctx.url('/flaky?e=3'), { method: 'PUT', body: 'same bytes', headers: { 'x-token': 'undici' } })] }),
+    fetchOf: () => undiciFetch,
+    exception: {
+      reason: "as the first: undici's own Request is recognised as a Request, so its method, headers and body go again, cloned, through undici's fetch",
+      differs: ['outcome.response', 'received'],
+      check: (a, b) => retriedCheck(a, b, { fetchStatus: 503, finalStatus: 200, attempts: 2 }),
     },
   },
   {

@@ -10,6 +10,7 @@ use js_sys::{Function, Promise};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
+use super::super::js;
 use super::super::props;
 use super::super::tracing::Channels;
 use super::fetch_call::FetchCall;
@@ -70,7 +71,7 @@ impl Kind {
             Kind::Fetch(_) if fulfilled => Some(value.clone()),
             Kind::Fetch(_) if value.is_object() => props::get(value, "response")
                 .ok()
-                .filter(|r| r.has_type::<web_sys::Response>()),
+                .filter(|r| js::as_response(r).is_some()),
             _ => None,
         }
     }

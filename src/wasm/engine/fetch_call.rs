@@ -158,9 +158,10 @@ impl FetchCall {
     /// follow, so the budget and the callbacks count it. A response for an
     /// attempt that no longer `running` is nobody's: its body is cancelled.
     pub fn fetched(&self, running: bool, got: JsValue) -> JsValue {
-        let Some(response) = got.dyn_ref::<Response>() else {
+        let Some(response) = js::as_response(&got) else {
             return got;
         };
+        let response = &response;
         if !running {
             cancel_body(response);
             return got;
@@ -217,7 +218,7 @@ impl FetchCall {
         // body, and so the caller's abort still reaches that body, for as
         // long as it is read and no longer.
         let signal = match (signal, self.caller.as_ref()) {
-            (Some(own), Some(caller)) => Some(AbortSignal::any(&Array::of2(caller, &own))),
+            (Some(own), Some(caller)) => Some(js::both(caller, &own)),
             (own, caller) => own.or_else(|| caller.cloned()),
         };
         let init = Object::new();
@@ -294,9 +295,9 @@ impl FetchCall {
             self.next.take();
             return Provided::Bool(false);
         }
-        if let Some(made) = value.dyn_ref::<Request>() {
+        if let Some(made) = js::as_request(value) {
             if let Ok(mut next) = self.next.try_borrow_mut() {
-                *next = Some(<Request as Clone>::clone(made));
+                *next = Some(made);
             }
         }
         Provided::Bool(true)
@@ -367,7 +368,9 @@ impl FetchCall {
         let name = props::get(error, "name").ok().and_then(|n| n.as_string());
         if name.as_deref() == Some("TimeoutError") {
             Failure::TimedOut
-        } else if !error.has_type::<js_sys::TypeError>() {
+        } else if !error.has_type::<js_sys::TypeError>() && name.as_deref() != Some("TypeError") {
+            // (By name too: a fetch of another realm rejects with that
+            // realm's TypeError.)
             Failure::Other
         } else if self.refused() {
             Failure::Refused
@@ -471,8 +474,8 @@ fn http_error(response: &Response) -> Result<JsValue, JsValue> {
 /// A response (or anything else) that came for a flow that is over: a
 /// response's body is cancelled, since nobody will read it.
 pub fn discard(got: &JsValue) {
-    if let Some(response) = got.dyn_ref::<Response>() {
-        cancel_body(response);
+    if let Some(response) = js::as_response(got) {
+        cancel_body(&response);
     }
 }
 
