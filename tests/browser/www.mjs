@@ -3,18 +3,19 @@
 //
 //   node tests/browser/www.mjs
 //
-// Without /usr/bin/chromium it skips (exit 0) unless CI=true, where that is a failure.
+// Without /usr/bin/chromium it skips (exit 77, which `npm test` shows as
+// SKIP) unless under CI (tests/stage.mjs isCI), where that is a failure.
 // It tests the built package (pkg/): run `npm run build` first (npm test does).
 
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isCI, SKIP_EXIT } from '../stage.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, '.artifacts');
 const SCREENSHOT = join(ARTIFACTS, 'www.png');
-const CI = process.env.CI === 'true' || process.env.CI === '1';
 
 let passed = 0;
 let failed = 0;
@@ -46,13 +47,13 @@ function finish() {
 }
 
 if (!existsSync(CHROMIUM)) {
-  if (CI) {
+  if (isCI()) {
     check(`chromium at ${CHROMIUM}`, false, 'missing under CI (install Debian chromium)');
     finish();
     process.exit(1);
   }
-  console.log('\n*** SKIP tests/browser/www.mjs: no chromium at /usr/bin/chromium (apt-get install chromium); the playground was NOT tested ***\n');
-  process.exit(0);
+  console.log(`\n*** SKIP tests/browser/www.mjs: no chromium at ${CHROMIUM} (apt-get install chromium); the playground was NOT tested ***\n`);
+  process.exit(SKIP_EXIT);
 }
 if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
   check('package built (pkg/wasm-bytes.js)', false, 'run `npm run build` first');
