@@ -26,9 +26,16 @@ fn retry_after_replaces_the_computed_delay() {
     h.drain();
     h.provide(g, Provided::Nothing);
     let d = waits(&h.drain());
-    let mut rng = Rng::from_f64(3.0);
-    let want = backoff::jitter(2000.0, Jitter::Proportional(0.5), rng.unit());
-    assert_eq!(d, vec![want]);
+    // Checked against SPEC §2, not against `backoff::jitter`: the nominal
+    // delay capped at maxWait (2000 ms) plus floor(2000 * 0.5 * r) with r in
+    // [-1, 1] drawn from the seeded generator, so within [1000, 3000].
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        (1000.0..=3000.0).contains(&d[0]),
+        "{d:?} outside 2000 ms ± 50%"
+    );
+    let r = 2.0 * Rng::from_f64(3.0).unit() - 1.0;
+    assert_eq!(d[0], 2000.0 + (2000.0 * 0.5 * r).floor(), "r = {r}");
 }
 
 #[test]

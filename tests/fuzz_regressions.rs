@@ -6,9 +6,10 @@
 //!
 //! - hand-picked seeds of each target, with what they must reach;
 //! - every crash the fuzzer found, minimised (see the end);
-//! - `FUZZ_REPLAY=1 cargo test --test fuzz_regressions -- --nocapture`
-//!   also replays the local corpus under `fuzz/corpus/` (git-ignored) and
-//!   prints what it reached.
+//! - `cargo test --test fuzz_regressions -- --ignored --nocapture`
+//!   replays the local corpus under `fuzz/corpus/` (git-ignored, grown by
+//!   `npm run fuzz`) and prints what it reached; it fails when there is no
+//!   corpus to replay.
 
 include!("../fuzz/decode.rs");
 
@@ -311,10 +312,12 @@ fn replay_dir(target: &str, run: impl Fn(&[u8]) -> String) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fuzz/corpus")
         .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        println!("{target}: no corpus at {}", dir.display());
-        return;
-    };
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "{target}: no corpus at {} ({e}); `npm run fuzz` grows it",
+            dir.display()
+        )
+    });
     let mut lines: BTreeMap<String, u32> = BTreeMap::new();
     let mut n = 0;
     for entry in entries.flatten() {
@@ -322,6 +325,7 @@ fn replay_dir(target: &str, run: impl Fn(&[u8]) -> String) {
         *lines.entry(run(&data)).or_default() += 1;
         n += 1;
     }
+    assert!(n > 0, "{target}: {} is empty", dir.display());
     println!("{target}: {n} corpus inputs replayed");
     for (line, count) in lines.iter().rev().take(12) {
         println!("  {count:6} × {line}");
@@ -329,10 +333,8 @@ fn replay_dir(target: &str, run: impl Fn(&[u8]) -> String) {
 }
 
 #[test]
+#[ignore = "replays fuzz/corpus/, which only a machine that ran `npm run fuzz` has; run with -- --ignored"]
 fn replay_local_corpus() {
-    if std::env::var_os("FUZZ_REPLAY").is_none() {
-        return;
-    }
     replay_dir("options", |d| {
         let r = run_options(d);
         format!("committed {}", r.committed.min(3))

@@ -1,11 +1,28 @@
 // What the stage runners under tests/ (runtimes, cjs, workerd, bundlers,
 // types) share: one report format, so `npm test`'s output reads the same
 // from stage to stage, and how a runner's main becomes the process's exit
-// code; and the child process a case runs in (the leak stage's too).
+// code; and the child process a case runs in (the leak stage's too). What
+// "CI" means is decided here alone, for the runners and scripts/test.mjs.
 import { spawn } from 'node:child_process';
 
 /** How long one case's child process may take before it is killed. */
 export const TIMEOUT_MS = 60_000;
+
+/**
+ * Whether this is a CI run: `CI` is `1`, `true` or `yes` (any case). Under
+ * CI nothing may be skipped: a missing browser or stage file fails.
+ */
+export const isCI = () => /^(1|true|yes)$/i.test(process.env.CI ?? '');
+
+/**
+ * The exit code of a stage runner that left out checks it was asked for
+ * (outside CI only, e.g. no Chromium): scripts/test.mjs shows the stage as
+ * SKIP, not PASS. 77, as automake's test harness reads it.
+ */
+export const SKIP_EXIT = 77;
+
+/** What a runner's `main` resolves to when it skipped checks and nothing failed. */
+export const SKIPPED = Symbol('skipped');
 
 /**
  * Prints one line a result (`PASS`, `FAIL` or `SKIP`, the label, the time
@@ -31,11 +48,12 @@ export function report(stage, results, { width = 24, cut = 600 } = {}) {
 
 /**
  * Runs a stage's `main` as the process: exit 0 when it resolves true, 1
- * when false or when it throws (the stack printed).
+ * when false or when it throws (the stack printed); SKIP_EXIT when it
+ * resolves SKIPPED, except under CI, where a skip is a failure (1).
  */
 export function runStage(main) {
   main().then(
-    (ok) => process.exit(ok ? 0 : 1),
+    (ok) => process.exit(ok === SKIPPED ? (isCI() ? 1 : SKIP_EXIT) : ok ? 0 : 1),
     (e) => {
       console.error(e?.stack ?? e);
       process.exit(1);

@@ -3,18 +3,19 @@
 //
 //   node tests/browser/www.mjs
 //
-// Without /usr/bin/chromium it skips (exit 0) unless CI=true, where that is a failure.
+// Without /usr/bin/chromium it skips (exit 77, which `npm test` shows as
+// SKIP) unless under CI (tests/stage.mjs isCI), where that is a failure.
 // It tests the built package (pkg/): run `npm run build` first (npm test does).
 
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isCI, SKIP_EXIT } from '../stage.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(ROOT, '.artifacts');
 const SCREENSHOT = join(ARTIFACTS, 'www.png');
-const CI = process.env.CI === 'true' || process.env.CI === '1';
 
 let passed = 0;
 let failed = 0;
@@ -46,13 +47,13 @@ function finish() {
 }
 
 if (!existsSync(CHROMIUM)) {
-  if (CI) {
+  if (isCI()) {
     check(`chromium at ${CHROMIUM}`, false, 'missing under CI (install Debian chromium)');
     finish();
     process.exit(1);
   }
-  console.log('\n*** SKIP tests/browser/www.mjs: no chromium at /usr/bin/chromium (apt-get install chromium); the playground was NOT tested ***\n');
-  process.exit(0);
+  console.log(`\n*** SKIP tests/browser/www.mjs: no chromium at ${CHROMIUM} (apt-get install chromium); the playground was NOT tested ***\n`);
+  process.exit(SKIP_EXIT);
 }
 if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
   check('package built (pkg/wasm-bytes.js)', false, 'run `npm run build` first');
@@ -139,10 +140,14 @@ try {
   const idle = await tab.textContent('[data-field="isExecuting"]');
   check('state panel: isExecuting false after abort', idle === 'false', idle);
 
-  // A full run with a seed (reproducible where the build supports seeds).
+  // A full run with seed 55, which replays fail, fail, hang, ok (with
+  // these rates and the page's maxAttempts 5, maxExecutionTime 1000 ms).
   await setValue(tab, '#hang', '0.1');
   await setValue(tab, '#failureRate', '0.6');
-  if (await tab.isEnabled('#seed')) await tab.fill('#seed', '55'); // fail, fail, hang, ok
+  const seedField = await tab.isEnabled('#seed');
+  check('the seed field is enabled (the build takes `seed`)', seedField);
+  if (seedField) await tab.fill('#seed', '55');
+  const countBefore = Number(await tab.textContent('[data-field="executionCount"]'));
   // The status line is redrawn on the next animation frame: until then it
   // still shows the aborted run as done, so wait for this run by its number.
   const runNumber = () => Number(/run #(\d+)/.exec(document.querySelector('[data-testid="run-status"]')?.textContent ?? '')?.[1] ?? 0);
@@ -161,8 +166,9 @@ try {
   check('the run finishes', finished, await tab.textContent('[data-testid="run-status"]'));
   const rowTexts = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
   check('every row reads "attempt N — ..."', rowTexts.length > 0 && rowTexts.every((t, i) => t.startsWith(`attempt ${i + 1} — `)), JSON.stringify(rowTexts));
-  const multi = rowTexts.length < 2 || /wait/.test(rowTexts[0]);
-  check('a retried attempt shows its wait', multi, rowTexts[0]);
+  const seeded = [/^attempt 1 — failed after /, /^attempt 2 — failed after /, /^attempt 3 — timed out after .*\(maxExecutionTime\)/, /^attempt 4 — succeeded after /];
+  check('seed 55: the rows are fail, fail, hang (timed out), ok', rowTexts.length === 4 && seeded.every((re, i) => re.test(rowTexts[i])), JSON.stringify(rowTexts));
+  check('each retried attempt shows its wait', rowTexts.length === 4 && rowTexts.slice(0, 3).every((t) => /wait/.test(t)), JSON.stringify(rowTexts));
   const chart = await tab.evaluate(() => {
     const svg = document.querySelector('[data-testid="timeline"] svg');
     if (!svg) return null;
@@ -180,10 +186,9 @@ try {
   const status = await tab.textContent('[data-field="status"]');
   check('state panel: status is idle after the run', status.trim() === 'idle', status);
   const runStatus = await tab.textContent('[data-testid="run-status"]');
-  if (/succeeded/.test(runStatus)) {
-    const count = await tab.textContent('[data-field="executionCount"]');
-    check('state panel: executionCount counted the success', Number(count) >= 1, count);
-  }
+  check('seed 55: the run succeeded on attempt 4', /succeeded on attempt 4 /.test(runStatus), runStatus);
+  const count = await tab.textContent('[data-field="executionCount"]');
+  check('state panel: executionCount counted the success', Number(count) === countBefore + 1, `${countBefore} before, ${count} after`);
 
   // The layers panel: an app retryer over an SDK retryer over one backend,
   // run with innerRetries on (left) and off on the app's retryer (right).

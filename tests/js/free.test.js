@@ -121,9 +121,23 @@ describe('RetryBudget after free()', () => {
   })
 
   it('a retryer given the budget before it was freed keeps using it', async () => {
-    const b = new RetryBudget({ maxTokens: 2, tokenRatio: 1 })
-    const r = new AsyncRetryer(async () => 'ok', { budget: b })
+    const b = new RetryBudget({ maxTokens: 4, tokenRatio: 2 })
+    const fail = new Error('down')
+    const fn = vi.fn(() => Promise.reject(fail))
+    const giveUps = []
+    const r = new AsyncRetryer(fn, { budget: b, maxAttempts: 5, baseWait: 1, backoff: 'fixed', onGiveUp: (e, reason) => giveUps.push(reason) })
     b[Symbol.dispose]()
+    // Each failure draws a token from the freed budget: 4 -> 3 retries
+    // (3 > 4/2), 3 -> 2 stops, long before maxAttempts.
+    await expect(r.execute()).rejects.toBe(fail)
+    expect(fn).toHaveBeenCalledTimes(2)
+    expect(giveUps).toEqual(['budget-exhausted'])
+    // A success adds tokenRatio back: 2 -> 4, so the next flow retries once again.
+    fn.mockImplementationOnce(() => Promise.resolve('ok'))
     await expect(r.execute()).resolves.toBe('ok')
+    fn.mockClear()
+    await expect(r.execute()).rejects.toBe(fail)
+    expect(fn).toHaveBeenCalledTimes(2)
+    expect(giveUps).toEqual(['budget-exhausted', 'budget-exhausted'])
   })
 })

@@ -10,6 +10,7 @@
 // "recursive use of an object" / wasm trap anywhere; state invariants hold
 // after each step; after draining, no flow is active, no signal is handed out
 // and no timer is left; the module works normally afterwards.
+import { getEventListeners } from 'node:events'
 import { describe, it, expect, vi, beforeAll, afterAll, beforeEach, afterEach } from 'vitest'
 import fc from 'fast-check'
 import { AsyncRetryer, RetryBudget } from 'retry-wasm'
@@ -437,12 +438,9 @@ async function runProgram(program, withExtras) {
     if (r.getAbortSignal() !== null) problem(`retryer ${i} still hands out a signal after drain`)
   }
   if (vi.getTimerCount() !== 0) problem(`${vi.getTimerCount()} timers left after drain`)
-  const events = typeof process.getBuiltinModule === 'function' ? process.getBuiltinModule('node:events') : null
-  if (events?.getEventListeners) {
-    for (const s of signals) {
-      const n = events.getEventListeners(s, 'abort').length
-      if (n !== 0) problem(`${n} abort listeners left on an outside signal`)
-    }
+  for (const s of signals) {
+    const n = getEventListeners(s, 'abort').length
+    if (n !== 0) problem(`${n} abort listeners left on an outside signal`)
   }
   for (const [kind, e] of hostErrors) problem(`${kind}: ${describeError(e)}`)
   for (const msg of ctx.problems) if (POISON.test(msg)) ctx.problems.unshift(`POISONED: ${msg}`)

@@ -17,8 +17,6 @@ export const CHROMIUM_ARGS = [
   '--disable-quic',
 ];
 
-export const isCI = () => /^(1|true|yes)$/i.test(process.env.CI ?? '');
-
 export function chromiumAvailable() {
   try {
     fs.accessSync(CHROMIUM, fs.constants.X_OK);
