@@ -34,7 +34,7 @@ setTimeout(() => {
 
 let lib;
 try {
-  lib = await import('retry-wasm');
+  lib = await import('retry-wasm/fetch');
 } catch (error) {
   console.error(c.red('Could not import retry-wasm. Build it first: `npm run build` (`npm run demo` builds when needed).'));
   console.error(String(error?.stack ?? error));

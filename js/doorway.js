@@ -1,20 +1,25 @@
-// The doorway every entry goes through (index.js for browsers and bundlers,
-// node.cjs for Node's require and import, workerd.js for Cloudflare): given
-// the engine's WebAssembly module, or its bytes, `open` instantiates it
-// synchronously and binds the retryer's methods as @tanstack/pacer's are;
-// the public API is what this module exports besides `open` and
-// `loadError`. The entries differ only in how they obtain the module.
-// Nothing here schedules or decides anything. (The API is exported, not
-// returned by `open`, so that a bundle leaves out what an app does not
-// import: an object holding every export would keep them all.)
-import { initSync, AsyncRetryer, RetryBudget, retryFetch as engineFetch, _wire, _settled, _fetched, _timer, _signal, _resolver, _rethrow } from '../pkg/retry_wasm.js';
-
-export { AsyncRetryer, RetryBudget, parseRetryAfter, useDiagnosticsChannel } from '../pkg/retry_wasm.js';
+// The doorway every entry goes through: given the glue wasm-bindgen made
+// for one build of the engine (the lean one, or the full one with
+// retryFetch) and that build's WebAssembly module (compiled, or its
+// bytes), `open` instantiates it synchronously, binds the retryer's
+// methods as @tanstack/pacer's are, and returns the API of that module.
+// The entries differ only in which build and how they obtain its module
+// (js/index.js and js/fetch.js for browsers and bundlers, js/node.cjs for
+// Node, Deno and Bun, js/workerd-fetch.js for Cloudflare). Nothing here
+// schedules or decides anything.
 
 // The methods bound on first read; `true`: the Rust side also takes the
 // retryer's own object as first argument (a method only receives its
 // pointer). When the engine's signatures change, this line changes.
 const BOUND = { execute: true, setOptions: true, getAbortSignal: false, abort: true, reset: true };
+
+/**
+ * Where the engines of one realm meet (a page that bundles both entries
+ * loads both builds): each opened engine's `useDiagnosticsChannel`, and the
+ * channels retry-wasm/otel installs where the host has none, so every
+ * engine publishes on the same ones whichever was loaded first.
+ */
+const MEETING = Symbol.for('retry-wasm.engines');
 
 /** The runtime, for error messages: "Node 20.20.2", "Deno/2.9.6", "Bun/1.4.4", a browser's user agent, "Cloudflare-Workers". */
 function host() {
@@ -73,8 +78,23 @@ function guardFree(cls, what, onFree) {
   if (typeof Symbol.dispose === 'symbol') proto[Symbol.dispose] = proto.free;
 }
 
-/** Instantiates `module` (a WebAssembly.Module or the module's bytes) and binds the methods; once per realm. */
-export function open(module) {
+/** The module's bytes: base64, then inflated (the build deflates them). */
+export async function inflate(text) {
+  const raw = atob(text);
+  const deflated = new Uint8Array(raw.length);
+  for (let i = 0; i < raw.length; i++) deflated[i] = raw.charCodeAt(i);
+  const stream = new Blob([deflated]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/**
+ * Instantiates `module` (a WebAssembly.Module or the module's bytes) with
+ * `glue`, the generated glue of the same build, binds the methods, and
+ * returns that engine's API (with `retryFetch` when the build has it).
+ * Once per build and realm.
+ */
+export function open(glue, module) {
+  const { initSync, AsyncRetryer, RetryBudget } = glue;
   needWebAssembly();
   try {
     initSync({ module });
@@ -86,7 +106,7 @@ export function open(module) {
   }
   // The functions the engine binds as promise reactions, timer callbacks
   // and listeners, handed over once.
-  _wire(_settled, _fetched, _timer, _signal, _resolver, _rethrow);
+  glue._wire(glue._settled, glue._timer, glue._signal, glue._resolver, glue._rethrow, glue._fetched);
   // A freed retryer's options are gone with it; reading them says so.
   const optionsGone = { get: () => { throw freed('AsyncRetryer'); }, enumerable: true, configurable: true };
   guardFree(AsyncRetryer, 'AsyncRetryer', (retryer) => Object.defineProperty(retryer, 'options', optionsGone));
@@ -119,16 +139,21 @@ export function open(module) {
     },
     configurable: true,
   });
-}
-
-/** Wraps `fn` in one retryer and returns its bound `execute`: overlapping calls share that retryer, so a new call aborts the previous flow. */
-export function asyncRetry(fn, initialOptions) {
-  return new AsyncRetryer(fn, initialOptions).execute;
-}
-
-/** Returns `options` unchanged, typed, for sharing between retryers. */
-export function asyncRetryerOptions(options) {
-  return options;
+  const meeting = (globalThis[MEETING] ??= { engines: [], channels: undefined });
+  meeting.engines.push(glue.useDiagnosticsChannel);
+  if (meeting.channels) glue.useDiagnosticsChannel(meeting.channels);
+  const api = {
+    /** Wraps `fn` in one retryer and returns its bound `execute`: overlapping calls share that retryer, so a new call aborts the previous flow. */
+    asyncRetry: (fn, initialOptions) => new AsyncRetryer(fn, initialOptions).execute,
+    AsyncRetryer,
+    /** Returns `options` unchanged, typed, for sharing between retryers. */
+    asyncRetryerOptions: (options) => options,
+    RetryBudget,
+    parseRetryAfter: glue.parseRetryAfter,
+    useDiagnosticsChannel: glue.useDiagnosticsChannel,
+  };
+  if (glue.retryFetch) api.retryFetch = fetchOf(glue.retryFetch);
+  return api;
 }
 
 /**
@@ -139,24 +164,25 @@ export function asyncRetryerOptions(options) {
  * caller's async functions (an error made inside the engine or undici has
  * none of them), as Node's own `fetch` does.
  */
-export function retryFetch(options) {
-  const call = engineFetch(options);
-  // A method keeps its name through minifiers, which drop a function
-  // expression's.
-  return {
-    async fetch(input, init = undefined) {
-      try {
-        return await call(input, init);
-      } catch (error) {
-        if (error !== null && typeof error === 'object') {
-          try {
-            Error.captureStackTrace?.(error);
-          } catch {
-            // A frozen error keeps the stack it has.
+const fetchOf = (engineFetch) =>
+  function retryFetch(options) {
+    const call = engineFetch(options);
+    // A method keeps its name through minifiers, which drop a function
+    // expression's.
+    return {
+      async fetch(input, init = undefined) {
+        try {
+          return await call(input, init);
+        } catch (error) {
+          if (error !== null && typeof error === 'object') {
+            try {
+              Error.captureStackTrace?.(error);
+            } catch {
+              // A frozen error keeps the stack it has.
+            }
           }
+          throw error;
         }
-        throw error;
-      }
-    },
-  }.fetch;
-}
+      },
+    }.fetch;
+  };

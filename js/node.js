@@ -1,6 +1,3 @@
-// The ESM entry for Node, Deno and Bun: re-exports the CommonJS entry, so
-// `import` and `require` share one engine instance (one AsyncRetryer class,
-// one RetryBudget pool): no dual-package hazard, and no top-level await.
-import api from '../pkg/index.cjs';
-
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = api;
+// `import 'retry-wasm'` in Node, Deno and Bun: the one engine, without
+// retryFetch, which is `retry-wasm/fetch`'s.
+export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, useDiagnosticsChannel } from './node-fetch.js';

@@ -15,7 +15,6 @@
 // What is kept per flow or attempt is held by WeakMaps keyed by the
 // engine's context objects and retryers: it goes with the flow.
 import { context, diag, metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import * as engine from 'retry-wasm';
 
 /** The instrumentation scope: the package's name and version (checked against package.json by the otel stage). */
 const SCOPE = 'retry-wasm';
@@ -149,16 +148,24 @@ function contextStore(dc) {
   return typeof AsyncLocalStorage === 'function' && als instanceof AsyncLocalStorage ? als : undefined;
 }
 
-/** The host's `diagnostics_channel`, or (once per realm) ours, handed to the engine. */
+/**
+ * Where the engines of this realm meet (js/doorway.js makes it): every
+ * opened engine's `useDiagnosticsChannel`, and the channels this module
+ * installs, which an engine opened later takes too. So this module sees
+ * the flows of whichever engine a page loaded (the lean `retry-wasm`, the
+ * full `retry-wasm/fetch`, or both) without importing either.
+ */
+const MEETING = Symbol.for('retry-wasm.engines');
+
+/** The host's `diagnostics_channel`, or (once per realm) ours, handed to every engine. */
 function channels() {
   const host = globalThis.process?.getBuiltinModule?.('node:diagnostics_channel');
   if (host && typeof host.tracingChannel === 'function') return host;
   if (!own) {
-    if (typeof engine.useDiagnosticsChannel !== 'function') {
-      throw new Error('retry-wasm/otel: this host has no node:diagnostics_channel and this build of retry-wasm has no useDiagnosticsChannel');
-    }
     own = makeChannels();
-    engine.useDiagnosticsChannel(own);
+    const meeting = (globalThis[MEETING] ??= { engines: [], channels: undefined });
+    meeting.channels = own;
+    for (const use of meeting.engines) use(own);
   }
   return own;
 }

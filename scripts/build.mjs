@@ -1,19 +1,30 @@
 #!/usr/bin/env node
-// Builds the package's generated half: Rust -> wasm32 -> wasm-bindgen (the
-// `web` target's glue and module) -> wasm-opt -> pkg/:
-//   pkg/retry_wasm.js    the glue wasm-bindgen generated, as it generated it
-//   pkg/wasm-bytes.js    the optimised module, deflated and embedded as
-//                        base64, so every runtime and bundler loads it with
-//                        no file lookup; the entry inflates it with the
-//                        standard DecompressionStream and instantiates it
-//                        (`initSync`) before its exports are used, so users
-//                        call no init function
-//   pkg/retry_wasm.wasm  the same module as a file: what the workerd entry
-//                        imports (Cloudflare's bundlers hand it over as a
-//                        compiled WebAssembly.Module), and for size reports
-//   pkg/index.cjs        the CommonJS entry: js/node.cjs bundled by esbuild
-//                        with the doorway, the glue and the embedded bytes
-//                        (see cjsEntry below); pkg/index.d.cts its types
+// Builds the package's generated half, twice from the one crate (SPEC §0
+// "Entries and builds"): the lean engine (no cargo features: everything
+// but retryFetch) for `retry-wasm` in browsers, and the full engine
+// (`--features fetch`) for `retry-wasm/fetch` and every server runtime.
+// Each goes Rust -> wasm32 -> wasm-bindgen (the `web` target's glue and
+// module) -> wasm-opt -> pkg/<build>/:
+//   pkg/<build>/retry_wasm.js    the glue wasm-bindgen generated, its
+//                                names shortened (see shortenNames)
+//   pkg/<build>/snippets/        the crate's inline_js helpers it imports
+//   pkg/<build>/wasm-bytes.js    the optimised module, deflated and
+//                                embedded as base64, so every bundler
+//                                loads it with no file lookup; the browser
+//                                entry inflates it with the standard
+//                                DecompressionStream and instantiates it
+//                                before its exports are used, so users
+//                                call no init function
+//   pkg/<build>/retry_wasm.wasm  the same module as a file: what the
+//                                workerd entry imports (full; Cloudflare's
+//                                bundlers hand it over as a compiled
+//                                WebAssembly.Module), and for size reports
+//   pkg/full/wasm-raw.cjs        the full module as base64, for Node
+//   pkg/engine.cjs               the one engine of Node, Deno, Bun and
+//                                Jest: js/node.cjs bundled by esbuild with
+//                                the doorway and the full glue (see
+//                                cjsEntry); pkg/index.d.cts and
+//                                pkg/fetch.d.cts the types of `require`
 //
 //   node scripts/build.mjs             always build
 //   node scripts/build.mjs --if-needed skip when sources are unchanged
@@ -35,7 +46,12 @@ const stampFile = join(pkg, '.stamp');
 // Cargo puts its output under CARGO_TARGET_DIR when that is set.
 const target = process.env.CARGO_TARGET_DIR ? resolve(process.env.CARGO_TARGET_DIR) : join(root, 'target');
 const cargoOut = join(target, 'wasm32-unknown-unknown/release/retry_wasm.wasm');
-const bindgenOut = join(target, 'bindgen');
+
+/** The two builds: which cargo features each has, and what it is for. */
+export const BUILDS = [
+  { name: 'lean', features: [], what: "retry-wasm in browsers: everything but retryFetch" },
+  { name: 'full', features: ['fetch'], what: 'retry-wasm/fetch in browsers, and every entry in Node, Deno, Bun and workerd' },
+];
 
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { stdio: 'inherit', cwd: root, ...opts });
@@ -191,7 +207,7 @@ function embedded(deflated) {
 }
 
 /**
- * The line length esbuild aims at in pkg/index.cjs (a soft limit: it
+ * The line length esbuild aims at in pkg/engine.cjs (a soft limit: it
  * breaks at the next opportunity after it). An uncaught error shows the
  * line it was thrown from, and the minified entry on one line made that
  * 13.6 KB: `new AsyncRetryer(fn, { timeout: 1 })` uncaught wrote 15 KB to
@@ -199,31 +215,31 @@ function embedded(deflated) {
  * median and 218 at most (esbuild's own helpers), for 158 more bytes than
  * one line (2026-12-03). The other shipped files need no limit: the glue is
  * wasm-bindgen's own formatting (no line over ~240 characters, none a
- * throw), js/ is not minified, and the base64 line of pkg/wasm-bytes.js
- * and of pkg/wasm-raw.cjs is one string literal, exported, where nothing
- * can throw.
+ * throw), js/ is not minified, and the base64 line of each wasm-bytes.js
+ * and of pkg/full/wasm-raw.cjs is one string literal, exported, where
+ * nothing can throw.
  */
 const LINE_LIMIT = 80;
 
 /**
- * pkg/index.cjs, the CommonJS entry. wasm-bindgen's `web` glue is ESM (and
- * Node's require cannot load ESM that has a top-level await, nor Jest's
- * default mode ESM at all), so esbuild rewrites it: it bundles js/node.cjs
- * with what it requires (js/doorway.js, the glue) into one CommonJS file,
- * turning their `import`/`export` into esbuild's `__esm`/`__toCommonJS`
- * wrappers, minified (the readable glue is pkg/retry_wasm.js). Minified,
+ * pkg/engine.cjs, the one engine of the server runtimes. wasm-bindgen's
+ * `web` glue is ESM (and Node's require cannot load ESM that has a
+ * top-level await, nor Jest's default mode ESM at all), so esbuild
+ * rewrites it: it bundles js/node.cjs with what it requires
+ * (js/doorway.js, the full glue) into one CommonJS file, turning their
+ * `import`/`export` into esbuild's `__esm`/`__toCommonJS` wrappers,
+ * minified (the readable glue is pkg/full/retry_wasm.js). Minified,
  * because Node's `import` of a CommonJS file this size, unminified (33 KB),
  * held the process ~20-30 ms idle before it could exit (measured on the
  * 2-core dev machine, 2026-12-02, Node 20.20.2; 13.6 KB minified: none).
- * Outside it stay node:buffer and pkg/wasm-raw.cjs, the module as base64,
- * which it requires by a relative path (a bundler for --platform=node
- * follows it; Node's ESM import of index.cjs scans index.cjs for its
- * export names, and a small one is scanned faster). Always rebuilt (it
- * takes ~0.1 s): it also depends on js/.
+ * Outside it stay node:buffer and pkg/full/wasm-raw.cjs, the module as
+ * base64, which it requires by a relative path (a bundler for
+ * --platform=node follows it). Always rebuilt (it takes ~0.1 s): it also
+ * depends on js/.
  */
 async function cjsEntry() {
   const esbuild = await import('esbuild');
-  const out = join(pkg, 'index.cjs');
+  const out = join(pkg, 'engine.cjs');
   const result = await esbuild.build({
     entryPoints: [join(root, 'js/node.cjs')],
     outfile: out,
@@ -234,12 +250,12 @@ async function cjsEntry() {
     legalComments: 'none',
     minify: true,
     lineLimit: LINE_LIMIT,
-    banner: { js: '// Generated by scripts/build.mjs: js/node.cjs, js/doorway.js and the wasm-bindgen glue as one CommonJS file.' },
+    banner: { js: '// Generated by scripts/build.mjs: js/node.cjs, js/doorway.js and the full build\'s wasm-bindgen glue as one CommonJS file.' },
     plugins: [
       {
         name: 'raw-module-beside',
         setup(b) {
-          b.onResolve({ filter: /\/pkg\/wasm-raw\.cjs$/ }, () => ({ path: './wasm-raw.cjs', external: true }));
+          b.onResolve({ filter: /\/pkg\/full\/wasm-raw\.cjs$/ }, () => ({ path: './full/wasm-raw.cjs', external: true }));
         },
       },
     ],
@@ -251,37 +267,30 @@ async function cjsEntry() {
     .sort();
   const problems = [
     ...result.warnings.map((w) => `esbuild: ${w.text}`),
-    ...(externals.join() === './wasm-raw.cjs,node:buffer' ? [] : [`it requires ${externals.join(', ')}; only node:buffer and ./wasm-raw.cjs may stay outside`]),
+    ...(externals.join() === './full/wasm-raw.cjs,node:buffer' ? [] : [`it requires ${externals.join(', ')}; only node:buffer and ./full/wasm-raw.cjs may stay outside`]),
   ];
-  if (problems.length) throw new Error(`pkg/index.cjs: ${problems.join('; ')}`);
-  // Its types: the same declarations, as a CommonJS declaration file, for
-  // TypeScript's node16 resolution (a .d.ts in a "type": "module" package
-  // is ESM there, and cannot be require()d).
+  if (problems.length) throw new Error(`pkg/engine.cjs: ${problems.join('; ')}`);
+  // The types of `require`: the same declarations, as CommonJS declaration
+  // files, for TypeScript's node16 resolution (a .d.ts in a "type":
+  // "module" package is ESM there, and cannot be require()d).
   copyFileSync(join(root, 'js/index.d.ts'), join(pkg, 'index.d.cts'));
-  console.log(`[build] pkg/index.cjs: ${statSync(out).size} bytes`);
+  writeFileSync(join(pkg, 'fetch.d.cts'), readFileSync(join(root, 'js/fetch.d.ts'), 'utf8').replaceAll("'./index.js'", "'./index.cjs'"));
+  console.log(`[build] pkg/engine.cjs: ${statSync(out).size} bytes`);
 }
 
-export async function build({ ifNeeded = false } = {}) {
-  // esbuild, binaryen's wasm-opt and Zopfli are dev dependencies: a fresh
-  // clone (`npm run demo` there) installs them before anything uses them.
-  ensureDependencies();
-  const hash = sourceHash();
-  const outputs = ['retry_wasm.js', 'retry_wasm.wasm', 'wasm-bytes.js', 'wasm-raw.cjs'].map((f) => join(pkg, f));
-  if (ifNeeded && outputs.every(existsSync) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) {
-    console.log('[build] wasm up to date');
-    await cjsEntry();
-    return;
-  }
-  ensureTarget();
-  const bindgen = ensureBindgen();
-  run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib']);
+/** One build: cargo with its features, wasm-bindgen, wasm-opt, then pkg/<name>/. */
+async function buildOne(bindgen, { name, features }) {
+  const out = join(pkg, name);
+  const bindgenOut = join(target, `bindgen-${name}`);
+  run('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--lib', ...(features.length ? ['--features', features.join(',')] : [])]);
   rmSync(bindgenOut, { recursive: true, force: true });
-  // --omit-default-module-path: the entry always passes the embedded bytes, so
-  // the glue needs no `new URL('…_bg.wasm', import.meta.url)` fallback, which
+  // --omit-default-module-path: the entry always passes the module, so the
+  // glue needs no `new URL('…_bg.wasm', import.meta.url)` fallback, which
   // bundlers would try (and warn they fail) to resolve.
   run(bindgen, ['--target', 'web', '--no-typescript', '--omit-default-module-path', '--out-dir', bindgenOut, cargoOut]);
-  mkdirSync(pkg, { recursive: true });
-  const bg = join(pkg, 'retry_wasm.wasm');
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const bg = join(out, 'retry_wasm.wasm');
   const opt = join(root, 'node_modules/.bin/wasm-opt');
   let glue = readFileSync(join(bindgenOut, 'retry_wasm.js'), 'utf8');
   if (existsSync(opt)) {
@@ -295,21 +304,42 @@ export async function build({ ifNeeded = false } = {}) {
     console.warn('[build] node_modules/.bin/wasm-opt missing (run npm install); shipping unoptimised wasm');
     copyFileSync(join(bindgenOut, 'retry_wasm_bg.wasm'), bg);
   }
-  writeFileSync(join(pkg, 'retry_wasm.js'), glue);
+  writeFileSync(join(out, 'retry_wasm.js'), glue);
   // The glue imports the JavaScript of the crate's `inline_js` helpers from
   // snippets/, beside it.
-  rmSync(join(pkg, 'snippets'), { recursive: true, force: true });
-  if (existsSync(join(bindgenOut, 'snippets'))) cpSync(join(bindgenOut, 'snippets'), join(pkg, 'snippets'), { recursive: true });
+  if (existsSync(join(bindgenOut, 'snippets'))) cpSync(join(bindgenOut, 'snippets'), join(out, 'snippets'), { recursive: true });
   const bytes = readFileSync(bg);
-  writeFileSync(join(pkg, 'wasm-bytes.js'), embedded(await deflate(bytes)));
-  writeFileSync(
-    join(pkg, 'wasm-raw.cjs'),
-    '// Generated by scripts/build.mjs: the retry-wasm engine as base64, for the\n' +
-      '// CommonJS entry (pkg/index.cjs), which decodes it with Buffer.\n' +
-      `module.exports = ${JSON.stringify(bytes.toString('base64'))};\n`,
-  );
+  writeFileSync(join(out, 'wasm-bytes.js'), embedded(await deflate(bytes)));
+  if (name === 'full') {
+    writeFileSync(
+      join(out, 'wasm-raw.cjs'),
+      '// Generated by scripts/build.mjs: the full retry-wasm engine as base64,\n' +
+        '// for the CommonJS engine (pkg/engine.cjs), which decodes it with Buffer.\n' +
+        `module.exports = ${JSON.stringify(bytes.toString('base64'))};\n`,
+    );
+  }
+  console.log(`[build] pkg/${name}/retry_wasm.wasm: ${bytes.length} bytes`);
+}
+
+export async function build({ ifNeeded = false } = {}) {
+  // esbuild, binaryen's wasm-opt and Zopfli are dev dependencies: a fresh
+  // clone (`npm run demo` there) installs them before anything uses them.
+  ensureDependencies();
+  const hash = sourceHash();
+  const outputs = BUILDS.flatMap(({ name }) => ['retry_wasm.js', 'retry_wasm.wasm', 'wasm-bytes.js'].map((f) => join(pkg, name, f)));
+  outputs.push(join(pkg, 'full', 'wasm-raw.cjs'));
+  if (ifNeeded && outputs.every(existsSync) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) {
+    console.log('[build] wasm up to date');
+    await cjsEntry();
+    return;
+  }
+  ensureTarget();
+  const bindgen = ensureBindgen();
+  // Files of the layout before the two builds would shadow nothing, but
+  // would ship: gone.
+  for (const f of ['retry_wasm.js', 'retry_wasm.wasm', 'wasm-bytes.js', 'wasm-raw.cjs', 'index.cjs', 'snippets']) rmSync(join(pkg, f), { recursive: true, force: true });
+  for (const b of BUILDS) await buildOne(bindgen, b);
   writeFileSync(stampFile, hash);
-  console.log(`[build] pkg/retry_wasm.wasm: ${bytes.length} bytes`);
   await cjsEntry();
 }
 

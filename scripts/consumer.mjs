@@ -145,11 +145,12 @@ export async function ensureConsumer({ rebuild = false } = {}) {
 }
 
 /**
- * The installed package's entry file for the given export conditions, as a
- * path relative to the package root (e.g. "js/index.js"). Used where a bare
+ * The installed package's entry file of `subpath` ('.', './fetch') for the
+ * given export conditions, as a path relative to the package root (e.g.
+ * "js/index.js"). Used where a bare
  * specifier has to be mapped by hand (browser import maps, workers).
  */
-export function installedEntry(conditions = ['browser', 'import', 'default']) {
+export function installedEntry(conditions = ['browser', 'import', 'default'], subpath = '.') {
   const pj = readJson(path.join(INSTALLED, 'package.json'));
   if (!pj) throw new Error(`${PACKAGE_NAME} is not installed in ${CONSUMER}`);
   const pick = (target) => {
@@ -174,7 +175,7 @@ export function installedEntry(conditions = ['browser', 'import', 'default']) {
   };
   let exp = pj.exports;
   if (exp && typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))) {
-    exp = exp['.'];
+    exp = exp[subpath];
   }
   const entry = pick(exp) ?? pj.module ?? pj.main ?? 'index.js';
   return entry.replace(/^\.\//, '');

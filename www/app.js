@@ -46,7 +46,7 @@ function mulberry32(seed) {
 
 let lib;
 try {
-  lib = await import('retry-wasm');
+  lib = await import('retry-wasm/fetch');
 } catch (err) {
   const box = $('load-error');
   box.hidden = false;
@@ -55,7 +55,7 @@ try {
   throw err;
 }
 const { AsyncRetryer } = lib;
-const MODULE_URL = import.meta.resolve('retry-wasm');
+const MODULE_URL = import.meta.resolve('retry-wasm/fetch');
 $('engine').textContent = 'engine: Rust → WebAssembly';
 $('engine').classList.add('wasm');
 

@@ -177,8 +177,8 @@ export async function startServer({ port = Number(process.env.PORT ?? 8080), hos
 
 const isMain = process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href;
 if (isMain) {
-  if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
-    console.warn('warning: pkg/wasm-bytes.js is missing; run `npm run build` first (`npm run www` does).');
+  if (!existsSync(join(ROOT, 'pkg', 'full', 'wasm-bytes.js'))) {
+    console.warn('warning: pkg/full/wasm-bytes.js is missing; run `npm run build` first (`npm run www` does).');
   }
   try {
     const { url } = await startServer();

@@ -34,7 +34,7 @@ const BASE = `http://127.0.0.1:${PORT}`;
 // Control requests, on a connection of their own (see listen.mjs).
 const control = (path) => controlRequest(BASE, path);
 
-const rw = await loadRetryWasm();
+const rw = await loadRetryWasm('retry-wasm/fetch');
 if (!rw.mod) {
   emit({ error: `retry-wasm not available: ${rw.error}` });
   process.exit(0);

@@ -62,7 +62,7 @@ async function main() {
   if (!PORT || !IDS.length) throw new Error('--port and --ids are required');
   let mod = null;
   if (IDS.includes('retry-wasm')) {
-    const rw = await loadRetryWasm();
+    const rw = await loadRetryWasm('retry-wasm/fetch');
     if (!rw.mod) throw new LibraryError('retry-wasm', `retry-wasm not available: ${rw.error}`);
     mod = rw.mod;
   }

@@ -23,7 +23,7 @@ export const CONSUMER_DIR = path.join(REPO_ROOT, '.consumer');
  * RETRY_WASM_ENTRY) is where a bundler resolving the bare name by its
  * export conditions should start.
  */
-export function resolveRetryWasm() {
+export function resolveRetryWasm(specifier = 'retry-wasm') {
   const override = process.env.RETRY_WASM_ENTRY;
   if (override) {
     const p = override.startsWith('file:') ? fileURLToPath(override) : path.resolve(override);
@@ -35,7 +35,7 @@ export function resolveRetryWasm() {
   if (existsSync(consumerPkg)) {
     try {
       const req = createRequire(path.join(CONSUMER_DIR, 'noop.js'));
-      const resolved = req.resolve('retry-wasm');
+      const resolved = req.resolve(specifier);
       // npm run bench rebuilds the repo's pkg/ but does not repack: say so
       // when the installed package's engine, glue or entry differs from the
       // repo's (by content: a rebuild that changed nothing is not stale).
@@ -54,7 +54,7 @@ export function resolveRetryWasm() {
     // Package self-reference: resolving from inside the repo finds the root
     // package.json (name "retry-wasm") and follows its "exports".
     const req = createRequire(path.join(REPO_ROOT, 'bench', 'noop.js'));
-    const p = req.resolve('retry-wasm');
+    const p = req.resolve(specifier);
     if (!existsSync(p)) throw new Error(`${p} does not exist (package not built?)`);
     return { path: p, from: 'repo root package (self-reference)', dir: REPO_ROOT };
   } catch (e) {
@@ -64,11 +64,13 @@ export function resolveRetryWasm() {
 }
 
 /**
- * Imports retry-wasm. Resolves to { mod, from } or { mod: null, error }.
+ * Imports retry-wasm (`specifier`: 'retry-wasm/fetch' where retryFetch is
+ * used; in Node both entries load the one engine). Resolves to { mod, from }
+ * or { mod: null, error }.
  * Never throws: the harness skips the retry-wasm column when it is missing.
  */
-export async function loadRetryWasm() {
-  const r = resolveRetryWasm();
+export async function loadRetryWasm(specifier = 'retry-wasm') {
+  const r = resolveRetryWasm(specifier);
   if (r.error) return { mod: null, error: r.error };
   try {
     const ns = await import(pathToFileURL(r.path).href);
@@ -90,7 +92,7 @@ function firstLine(e) {
 
 /** Whether the package installed at `dir` differs from the repo's pkg/ and js/. */
 function packedDiffers(dir) {
-  const files = ['pkg/wasm-bytes.js', 'pkg/retry_wasm.js', 'pkg/index.cjs', 'js/index.js', 'js/doorway.js'];
+  const files = ['pkg/lean/wasm-bytes.js', 'pkg/full/wasm-bytes.js', 'pkg/full/retry_wasm.js', 'pkg/engine.cjs', 'js/index.js', 'js/fetch.js', 'js/doorway.js'];
   const read = (root, f) => (existsSync(path.join(root, f)) ? readFileSync(path.join(root, f)) : null);
   return files.some((f) => {
     const a = read(REPO_ROOT, f);

@@ -32,6 +32,9 @@ pub fn range_error(message: &str) -> JsValue {
 #[cold]
 #[inline(never)]
 pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
+    if e.opt == Opt::Budget && props::class_name(value).as_deref() == Some("RetryBudget") {
+        return other_engine(e.opt.name(), "RetryBudget");
+    }
     let mut label = String::from(e.opt.name());
     let mut shown = value.clone();
     if e.opt == Opt::Intervals && e.expect == Expect::ArrayOfDelays {
@@ -108,6 +111,42 @@ pub fn freed_option(label: &str, class: &str) -> JsValue {
             "' is a ",
             class,
             " that was freed (free() or Symbol.dispose); create a new one",
+        ]
+        .concat(),
+    )
+}
+
+/// This engine, and the other one a page may load beside it (SPEC §0
+/// "Entries and builds").
+#[cfg(feature = "fetch")]
+const ENGINES: [&str; 2] = [
+    "'retry-wasm/fetch' (the full one)",
+    "'retry-wasm' (the lean one)",
+];
+#[cfg(not(feature = "fetch"))]
+const ENGINES: [&str; 2] = [
+    "'retry-wasm' (the lean one)",
+    "'retry-wasm/fetch' (the full one)",
+];
+
+/// The error for a shared object (`class`) of another engine given as
+/// option `label`: a browser bundle that imports both entries loads both
+/// engines, and neither knows the other's objects.
+#[cold]
+#[inline(never)]
+pub fn other_engine(label: &str, class: &str) -> JsValue {
+    let [this, other] = ENGINES;
+    type_error(
+        &[
+            "option '",
+            label,
+            "' is a ",
+            class,
+            " of another retry-wasm engine: this one is ",
+            this,
+            ", and a page that bundles both 'retry-wasm' and 'retry-wasm/fetch' also loads ",
+            other,
+            "; their objects do not cross. Import every name from 'retry-wasm/fetch' where retryFetch is used",
         ]
         .concat(),
     )

@@ -22,6 +22,7 @@ use web_sys::{AbortSignal, Blob, FormData, Headers, ReadableStream, UrlSearchPar
 use super::engine::{Engine, FetchCall, Kind, SharedBudget};
 use super::entries;
 use super::errors::{self, Owner};
+use super::fetch_js;
 use super::input::{self, Given};
 use super::js;
 use super::props;
@@ -308,7 +309,7 @@ impl FetchCalls {
         .dyn_into()
         .map_err(|_| errors::type_error("retryFetch found no fetch function (globalThis.fetch)"))?;
         let init_object = init.is_object();
-        let request = js::as_request(&input);
+        let request = fetch_js::as_request(&input);
         let init_get = |name: &'static str| -> Result<JsValue, JsValue> {
             if init_object {
                 props::get(&init, name)
@@ -321,12 +322,12 @@ impl FetchCalls {
         let given = init_get("signal")?;
         let caller = if given.is_undefined() {
             match request.as_ref() {
-                Some(r) => js::own_signal(&props::get(r, "signal")?),
+                Some(r) => fetch_js::own_signal(&props::get(r, "signal")?),
                 None => None,
             }
         } else if given.is_null() {
             None
-        } else if let Some(signal) = js::own_signal(&given) {
+        } else if let Some(signal) = fetch_js::own_signal(&given) {
             Some(signal)
         } else {
             // Not an AbortSignal: fetch's own TypeError.
@@ -375,9 +376,9 @@ impl FetchCalls {
         };
         let retries = self.http.retries(kind);
         let hedges = self.http.hedges(kind, shared.before_retry.is_function());
-        let option = js::own_signal(&shared.signal);
+        let option = fetch_js::own_signal(&shared.signal);
         let signal = match (caller.as_ref(), option) {
-            (Some(a), Some(b)) => Some(js::both(a, &b)),
+            (Some(a), Some(b)) => Some(fetch_js::both(a, &b)),
             (a, b) => a.cloned().or(b),
         };
         let policy = if signal.is_some() {
@@ -445,7 +446,7 @@ fn once(fetch: &Function, input: &JsValue, init: &JsValue) -> Promise {
 /// stream body is cancelled with it.
 fn refuse_aborted(input: &JsValue, init: &JsValue, signal: &AbortSignal) -> Promise {
     let reason = signal.reason();
-    match js::new_request(input, init) {
+    match fetch_js::new_request(input, init) {
         Err(e) => Promise::reject(&e),
         Ok(request) => {
             if let Some(body) = request.body() {

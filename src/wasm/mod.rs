@@ -27,6 +27,9 @@ mod js;
 mod budget_table;
 // Reading and classifying JavaScript values.
 mod props;
+// Requests, responses and signals of any realm (retryFetch only).
+#[cfg(feature = "fetch")]
+mod fetch_js;
 // Every message users see.
 mod errors;
 // Reading an options object once.
@@ -47,7 +50,8 @@ mod store;
 mod retryer;
 // (RetryBudget)
 mod budget;
-// (retryFetch)
+// (retryFetch: the build with the `fetch` feature)
+#[cfg(feature = "fetch")]
 mod fetch;
 // (parseRetryAfter)
 mod retry_after;

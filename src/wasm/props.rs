@@ -32,6 +32,12 @@ pub fn freed(value: &JsValue) -> bool {
     get(value, "__wbg_ptr").is_ok_and(|p| p.as_f64() == Some(0.0))
 }
 
+/// `value.constructor.name`, read with its traps caught.
+pub fn class_name(value: &JsValue) -> Option<String> {
+    let constructor = get(value, "constructor").ok()?;
+    get(&constructor, "name").ok()?.as_string()
+}
+
 /// An array's length, read with its traps caught.
 pub fn length_of(array: &JsValue) -> Option<u32> {
     let n = get(array, "length").ok()?.as_f64()?;

@@ -55,8 +55,8 @@ if (!existsSync(CHROMIUM)) {
   console.log(`\n*** SKIP tests/browser/www.mjs: no chromium at ${CHROMIUM} (apt-get install chromium); the playground was NOT tested ***\n`);
   process.exit(SKIP_EXIT);
 }
-if (!existsSync(join(ROOT, 'pkg', 'wasm-bytes.js'))) {
-  check('package built (pkg/wasm-bytes.js)', false, 'run `npm run build` first');
+if (!existsSync(join(ROOT, 'pkg', 'full', 'wasm-bytes.js'))) {
+  check('package built (pkg/full/wasm-bytes.js)', false, 'run `npm run build` first');
   finish();
   process.exit(1);
 }
@@ -85,7 +85,7 @@ try {
   check('server: the OpenTelemetry packages of the spans panel are bundled under /vendor/ as JavaScript', vendor.every((r) => r.ok && /^text\/javascript/.test(r.headers.get('content-type') ?? '')), vendor.map((r) => `${r.status} ${r.headers.get('content-type')}`).join(', '));
   const vendorOther = await Promise.all(['/vendor/esbuild.js', '/vendor/../package.json', '/vendor/%2e%2e/package.json', '/vendor/'].map((p) => get(p).then((r) => r.status)));
   check('server: /vendor/ serves only its bundles', vendorOther.every((st) => st === 404), vendorOther.join(','));
-  const wasm = await get('/retry-wasm/pkg/retry_wasm.wasm');
+  const wasm = await get('/retry-wasm/pkg/full/retry_wasm.wasm');
   if (wasm.status !== 404) check('server: .wasm served as application/wasm', wasm.headers.get('content-type') === 'application/wasm', wasm.headers.get('content-type'));
 
   // --- the page in chromium

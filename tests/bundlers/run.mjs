@@ -1,8 +1,11 @@
 #!/usr/bin/env node
-// Bundles a consumer entry that imports 'retry-wasm' by name with esbuild
-// (platform browser and node, format esm) and with Vite (library mode and app
-// mode), and one that imports AsyncRetryer alone (esbuild, Vite lib), then runs each bundle with Node from an empty temporary directory,
-// where no node_modules can rescue an import the bundler left behind.
+// Bundles a consumer entry that imports 'retry-wasm/fetch' by name with
+// esbuild (platform browser and node, format esm) and with Vite (library
+// mode and app mode), one that imports AsyncRetryer alone from 'retry-wasm'
+// (esbuild, Vite lib), and one that imports both entries (two engines in a
+// browser bundle: a RetryBudget crossing them is refused), then runs each
+// bundle with Node from an empty temporary directory, where no
+// node_modules can rescue an import the bundler left behind.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -109,9 +112,14 @@ async function main() {
     // must survive tree-shaking.
     ['esbuild-browser-named', () => esbuildCase(dir, 'browser', 'entry-named.mjs')],
     ['vite-lib-named', () => viteCase(dir, 'lib', 'entry-named.mjs')],
+    // Both entries in one app (entry-both.mjs): two engines in a browser
+    // bundle, a budget that crosses them refused; one engine under Node's.
+    ['esbuild-browser-both', () => esbuildCase(dir, 'browser', 'entry-both.mjs'), { twoEngines: true }],
+    ['vite-lib-both', () => viteCase(dir, 'lib', 'entry-both.mjs'), { twoEngines: true }],
+    ['esbuild-node-both', () => esbuildCase(dir, 'node', 'entry-both.mjs'), { twoEngines: false }],
   ];
   const results = [];
-  for (const [label, bundle] of cases) {
+  for (const [label, bundle, expect] of cases) {
     const t0 = performance.now();
     let ok = false;
     let detail;
@@ -124,7 +132,7 @@ async function main() {
         detail = `the bundle read nothing from node_modules/${PACKAGE_NAME}`;
       } else {
         const r = runIsolated(label, out.outdir, out.files, out.main);
-        ok = r.ok;
+        ok = r.ok && (!expect || r.detail.includes(`"twoEngines":${expect.twoEngines}`));
         const size = out.files.reduce((n, f) => n + fs.statSync(path.join(out.outdir, f)).size, 0);
         detail = ok
           ? `${out.files.length} file(s), ${(size / 1024).toFixed(1)} KiB; ${r.detail.split('\n').find((l) => l.startsWith('SMOKE OK'))}`

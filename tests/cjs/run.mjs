@@ -41,7 +41,7 @@ const JEST = path.join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
 const node = (args, { cwd, env } = {}) => runProcess(process.execPath, args, { cwd, env });
 
 /** A smoke process: passes when it prints its marker and resolved into the installed package. */
-async function smoke(label, args, cwd, env, { resolved = `/.consumer/node_modules/${PACKAGE_NAME}/pkg/index.cjs`, fetchRan = true } = {}) {
+async function smoke(label, args, cwd, env, { resolved = `/.consumer/node_modules/${PACKAGE_NAME}/js/require-fetch.cjs`, fetchRan = true } = {}) {
   const { code, out } = await node(args, { cwd, env });
   const line = firstLine(out, `SMOKE OK ${label}`);
   if (code !== 0 || !line) return { label, ok: false, detail: `exit ${code}\n${out.trim()}` };
@@ -74,8 +74,8 @@ async function esbuildCjs(dir, env) {
       logLevel: 'silent',
       metafile: true,
     });
-    const inputs = Object.keys(result.metafile.inputs).filter((i) => i.includes(`node_modules/${PACKAGE_NAME}/pkg/index.cjs`));
-    if (!inputs.length) return { label: 'esbuild-cjs', ok: false, detail: `the bundle did not read node_modules/${PACKAGE_NAME}/pkg/index.cjs` };
+    const inputs = Object.keys(result.metafile.inputs).filter((i) => i.includes(`node_modules/${PACKAGE_NAME}/pkg/engine.cjs`));
+    if (!inputs.length) return { label: 'esbuild-cjs', ok: false, detail: `the bundle did not read node_modules/${PACKAGE_NAME}/pkg/engine.cjs` };
     if (result.warnings.length) return { label: 'esbuild-cjs', ok: false, detail: result.warnings.map((w) => w.text).join('\n') };
     return await smoke('esbuild-cjs', [path.join(tmp, 'bundle.cjs'), 'esbuild-cjs'], tmp, env, { resolved: null });
   } finally {
@@ -108,7 +108,7 @@ async function loadFailure(label, args, cwd, expected) {
 // `missing` from the glue's import module (named as the shipped module
 // names it: the build shortens it), which the glue does not provide.
 function brokenModules() {
-  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/retry_wasm.wasm')));
+  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/full/retry_wasm.wasm')));
   const glueModule = Buffer.from(WebAssembly.Module.imports(shipped)[0].module);
   const importEntry = Buffer.concat([Buffer.from([glueModule.length]), glueModule, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0x00, 0x00])]);
   const unlinkable = Buffer.concat([
@@ -128,8 +128,8 @@ function brokenCopy(wasm) {
   fs.cpSync(INSTALLED, copy, { recursive: true });
   // The browser entry's bytes are deflated; the CommonJS entry's are not.
   for (const [f, b64] of [
-    ['pkg/wasm-raw.cjs', wasm.toString('base64')],
-    ['pkg/wasm-bytes.js', deflateRawSync(wasm).toString('base64')],
+    ['pkg/full/wasm-raw.cjs', wasm.toString('base64')],
+    ['pkg/lean/wasm-bytes.js', deflateRawSync(wasm).toString('base64')],
   ]) {
     const file = path.join(copy, f);
     const text = fs.readFileSync(file, 'utf8');

@@ -24,7 +24,7 @@
 import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
 import { Agent, Request as UndiciRequest, fetch as undiciFetch } from 'undici';
-import { retryFetch } from 'retry-wasm';
+import { retryFetch } from 'retry-wasm/fetch';
 import { callAndDescribe, describeError, describeHead, describeResponse, fastClass, runRow, sleep, FAST_MS } from './harness.mjs';
 import { startServer, describeReceived, FIXED_BODY, STREAM_CHUNKS, STREAM_GAP_MS } from './server.mjs';
 

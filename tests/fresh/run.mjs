@@ -66,7 +66,7 @@ async function main() {
     const problems = [
       demo.code !== 0 && `exit ${demo.code}${demo.killed ? ' (killed: timed out)' : ''}`,
       !demo.out.includes('[deps] installing') && 'it did not install the dev dependencies',
-      !fs.existsSync(path.join(clone, 'pkg', 'index.cjs')) && 'it did not build pkg/',
+      !fs.existsSync(path.join(clone, 'pkg', 'engine.cjs')) && 'it did not build pkg/',
       !line && 'no DEMO-RESULT line',
       line && result?.ok !== true && `DEMO-RESULT is not ok: ${line.slice(0, 300)}`,
     ].filter(Boolean);

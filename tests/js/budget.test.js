@@ -1,7 +1,7 @@
 // SPEC §2 RetryBudget: tokens, a budget shared by retryers and by
 // overlapping flows, its bounds, first attempts, and its validation.
 import { describe, it, expect, vi } from 'vitest'
-import { AsyncRetryer, RetryBudget, retryFetch } from 'retry-wasm'
+import { AsyncRetryer, RetryBudget, retryFetch } from 'retry-wasm/fetch'
 import { advance, track, runToEnd, useFakeClock } from './helpers.js'
 
 useFakeClock(Date.UTC(2030, 0, 1, 12, 0, 0))

@@ -7,7 +7,7 @@ import net from 'node:net'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, it, expect } from 'vitest'
-import { retryFetch } from 'retry-wasm'
+import { retryFetch } from 'retry-wasm/fetch'
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -62,7 +62,7 @@ describe('retryFetch(options) returns a fetch', () => {
   it("in plain Node, the stack reads as fetch's: at fetch, then at async <caller>", () => {
     const script = `
       import net from 'node:net'
-      import { retryFetch } from 'retry-wasm'
+      import { retryFetch } from 'retry-wasm/fetch'
       const server = net.createServer()
       await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
       const url = 'http://127.0.0.1:' + server.address().port + '/'

@@ -6,7 +6,7 @@
 // asked for each extra attempt.
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AsyncRetryer, RetryBudget, retryFetch } from 'retry-wasm'
+import { AsyncRetryer, RetryBudget, retryFetch } from 'retry-wasm/fetch'
 
 let server
 let base

@@ -10,7 +10,7 @@ import http from 'node:http'
 import vm from 'node:vm'
 import { Request as UndiciRequest, fetch as undiciFetch } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { retryFetch } from 'retry-wasm'
+import { retryFetch } from 'retry-wasm/fetch'
 
 let server
 let base

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto'
 import http from 'node:http'
 import { Readable } from 'node:stream'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { RetryBudget, parseRetryAfter, retryFetch } from 'retry-wasm'
+import { RetryBudget, parseRetryAfter, retryFetch } from 'retry-wasm/fetch'
 
 /** Requests the server saw, by key: method, body hash, headers. */
 let seen = new Map()

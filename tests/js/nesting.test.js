@@ -6,7 +6,7 @@
 // it follows.
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AsyncRetryer, asyncRetry, retryFetch } from 'retry-wasm'
+import { AsyncRetryer, asyncRetry, retryFetch } from 'retry-wasm/fetch'
 
 const quick = { maxAttempts: 3, backoff: 'fixed', baseWait: 1 }
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))

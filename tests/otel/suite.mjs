@@ -51,7 +51,7 @@ if (fallback) {
   process.getBuiltinModule = (id) => (/^(node:)?diagnostics_channel$/.test(id) ? undefined : builtin.call(process, id));
 }
 // Imported after the patch above.
-const { AsyncRetryer, retryFetch } = await import('retry-wasm');
+const { AsyncRetryer, retryFetch } = await import('retry-wasm/fetch');
 const { instrumentRetries } = await import('retry-wasm/otel');
 const VERSION = JSON.parse(fs.readFileSync(createRequire(import.meta.url).resolve('retry-wasm/package.json'), 'utf8')).version;
 

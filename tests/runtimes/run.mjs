@@ -45,8 +45,8 @@ async function processRuntime(label, cmd, args, cwd, env = {}) {
 
 async function chromiumRuntimes(consumer) {
   const t0 = performance.now();
-  const entry = `/node_modules/${PACKAGE_NAME}/${installedEntry(['browser', 'import', 'default'])}`;
-  const importMap = JSON.stringify({ imports: { [PACKAGE_NAME]: entry } });
+  const at = (subpath) => `/node_modules/${PACKAGE_NAME}/${installedEntry(['browser', 'import', 'default'], subpath)}`;
+  const importMap = JSON.stringify({ imports: { [PACKAGE_NAME]: at('.'), [`${PACKAGE_NAME}/fetch`]: at('./fetch') } });
   const server = await serveStatic(consumer, {
     routes: testEndpoints(),
     transform: (urlPath, body) =>

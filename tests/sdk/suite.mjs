@@ -12,7 +12,7 @@
 //
 //   node suite.mjs [--sdk openai,ky] [--case get,stream] [--mode retry|plain]
 import { setTimeout as sleep } from 'node:timers/promises';
-import { retryFetch } from 'retry-wasm';
+import { retryFetch } from 'retry-wasm/fetch';
 import { ADAPTERS } from './adapters.mjs';
 import { CASES } from './cases.mjs';
 import { startServer } from './server.mjs';

@@ -218,7 +218,7 @@ async function brokenCase(out) {
   // A module that compiles and does not link: it imports a function the
   // glue does not provide (see tests/cjs/run.mjs), from the import module
   // the shipped module names.
-  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/retry_wasm.wasm')));
+  const shipped = new WebAssembly.Module(fs.readFileSync(path.join(INSTALLED, 'pkg/full/retry_wasm.wasm')));
   const glue = Buffer.from(WebAssembly.Module.imports(shipped)[0].module);
   const entry = Buffer.concat([Buffer.from([glue.length]), glue, Buffer.from([7]), Buffer.from('missing'), Buffer.from([0, 0])]);
   const wasm = Buffer.concat([
@@ -244,13 +244,13 @@ async function main() {
   const out = path.join(dir, 'dist');
   const b = await bundle(dir, out);
   fs.writeFileSync(path.join(out, 'wasm.json'), JSON.stringify(b.wasm));
-  const entry = b.inputs.find((i) => i.includes(`node_modules/${PACKAGE_NAME}/`) && i.endsWith('/js/workerd.js'));
-  const embedded = b.inputs.filter((i) => /wasm-bytes|index\.cjs/.test(i));
+  const entry = b.inputs.find((i) => i.includes(`node_modules/${PACKAGE_NAME}/`) && i.endsWith('/js/workerd-fetch.js'));
+  const embedded = b.inputs.filter((i) => /wasm-bytes|engine\.cjs/.test(i));
   if (!entry || b.wasm.length !== 1 || embedded.length || b.warnings.length) {
     results.push({
       label: 'bundle',
       ok: false,
-      detail: `entry ${entry ?? 'not js/workerd.js'}; wasm modules ${JSON.stringify(b.wasm)}; embedded bytes ${embedded.join(', ') || 'none'}; ${b.warnings.join('; ')}`,
+      detail: `entry ${entry ?? 'not js/workerd-fetch.js'}; wasm modules ${JSON.stringify(b.wasm)}; embedded bytes ${embedded.join(', ') || 'none'}; ${b.warnings.join('; ')}`,
     });
   } else {
     const size = fs.statSync(path.join(out, 'worker.js')).size;

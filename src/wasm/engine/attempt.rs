@@ -4,24 +4,29 @@
 //! and map the flow's end onto `fetch`'s contract. Everything else about a
 //! flow is the same for both.
 
+#[cfg(feature = "fetch")]
 use alloc::rc::Rc;
 
-use js_sys::{Function, Promise};
+use js_sys::Promise;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::AbortSignal;
 
-use super::super::js;
+#[cfg(feature = "fetch")]
+use super::super::fetch_js;
 use super::super::props;
 use super::super::tracing::Channels;
+#[cfg(feature = "fetch")]
 use super::fetch_call::FetchCall;
 use crate::core::effect::{AbortReason, Eval, Outcome, Provided};
+use crate::core::slots::Address;
 
 /// The attempts of one flow.
 pub enum Kind {
     /// `me.fn(...args)`, `no_args` when `args` is empty (a spread call
     /// costs more than a plain one).
     Function { no_args: bool },
-    /// The fetches of one `retryFetch` call.
+    /// The fetches of one `retryFetch` call (the build with `retryFetch`).
+    #[cfg(feature = "fetch")]
     Fetch(Rc<FetchCall>),
 }
 
@@ -32,6 +37,7 @@ impl Kind {
     pub fn hedges(&self) -> bool {
         match self {
             Kind::Function { .. } => true,
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => call.hedges,
         }
     }
@@ -46,6 +52,7 @@ impl Kind {
     /// fetch, the caller's `init.signal` and the option as one.
     pub fn outside_signal(&self, me: &JsValue) -> Option<AbortSignal> {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => call.signal.clone(),
             Kind::Function { .. } => {
                 let options = props::get(me, "options").ok()?;
@@ -59,6 +66,7 @@ impl Kind {
     /// given.
     pub fn request(&self) -> Option<&JsValue> {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => Some(&call.input),
             Kind::Function { .. } => None,
         }
@@ -68,11 +76,16 @@ impl Kind {
     /// `retryFetch` attempt got, failing or not.
     pub fn response(&self, fulfilled: bool, value: &JsValue) -> Option<JsValue> {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(_) if fulfilled => Some(value.clone()),
+            #[cfg(feature = "fetch")]
             Kind::Fetch(_) if value.is_object() => props::get(value, "response")
                 .ok()
-                .filter(|r| js::as_response(r).is_some()),
-            _ => None,
+                .filter(|r| fetch_js::as_response(r).is_some()),
+            _ => {
+                let _ = (fulfilled, value);
+                None
+            }
         }
     }
 
@@ -80,10 +93,10 @@ impl Kind {
     /// a `beforeRetry` hook, which is handed it after the wait, stops the
     /// call: then it is, and it is let go of when the next attempt starts).
     pub fn before_wait(&self) {
-        if let Kind::Fetch(call) = self {
-            if call.before_retry.is_none() {
-                call.release();
-            }
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) if call.before_retry.is_none() => call.release(),
+            _ => {}
         }
     }
 
@@ -92,47 +105,70 @@ impl Kind {
     /// once.
     pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => call.gate(attempt, error),
-            Kind::Function { .. } => None,
+            Kind::Function { .. } => {
+                let _ = (attempt, error);
+                None
+            }
         }
     }
 
     /// The gate's promise settled with `value`: the machine's answer.
     pub fn gated(&self, fulfilled: bool, value: &JsValue) -> Provided {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => call.gated(fulfilled, value),
-            Kind::Function { .. } => Provided::Bool(true),
+            Kind::Function { .. } => {
+                let _ = (fulfilled, value);
+                Provided::Bool(true)
+            }
         }
     }
 
     /// The engine took `value`, the outcome of a running attempt (a fetch
     /// lets go of the responses it no longer needs).
     pub fn took(&self, value: &JsValue) {
-        if let Kind::Fetch(call) = self {
-            call.took(value);
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) => call.took(value),
+            Kind::Function { .. } => {
+                let _ = value;
+            }
         }
     }
 
     /// The flow is aborted with `reason`.
     pub fn aborted(&self, reason: AbortReason) {
-        if let Kind::Fetch(call) = self {
-            call.aborted.set(Some(reason));
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) => call.aborted.set(Some(reason)),
+            Kind::Function { .. } => {
+                let _ = reason;
+            }
         }
     }
 
     /// A fetch attempt with the attempt's `signal`, whose response is
-    /// looked at by `classify` (the `_fetched` handler of flow `gen` of the
-    /// retryer at its address); `None` for a function (the engine calls it,
-    /// in its async context).
+    /// looked at by the `_fetched` handler bound to `(at, gen, attempt)`:
+    /// the retryer's address, the flow and the attempt; `None` for a
+    /// function (the engine calls it, in its async context).
     pub fn fetch(
         &self,
         signal: impl FnOnce() -> Option<AbortSignal>,
-        classify: impl FnOnce() -> Option<Function>,
+        (at, gen, attempt): (Address, u32, u32),
         traced: Option<(&Channels, &JsValue)>,
     ) -> Option<Promise> {
         match self {
-            Kind::Fetch(call) => Some(call.attempt(signal(), classify(), traced)),
-            Kind::Function { .. } => None,
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) => {
+                let classify = super::wakeups::fetched(at, gen, attempt);
+                Some(call.attempt(signal(), classify, traced))
+            }
+            Kind::Function { .. } => {
+                let _ = (signal, at, gen, attempt, traced);
+                None
+            }
         }
     }
 
@@ -141,19 +177,13 @@ impl Kind {
     /// `retryFetch` call asks for `shouldRetry` and `retryAfter` whether
     /// or not the user gave one, and answers with its request's rules.
     pub fn answer(&self, what: Eval, error: &JsValue, given: &JsValue, p: Provided) -> Provided {
-        let Kind::Fetch(call) = self else {
-            return p;
-        };
-        match (what, p) {
-            (_, Provided::Threw) => p,
-            (Eval::ShouldRetry, _) => {
-                let user = (!given.is_undefined()).then(|| given.is_truthy());
-                Provided::Bool(call.should_retry(error, user))
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) => call.answer(what, error, given, p),
+            Kind::Function { .. } => {
+                let _ = (what, error, given);
+                p
             }
-            (Eval::RetryAfter, Provided::Number(_) | Provided::Nothing) => call
-                .retry_after(error, given.as_f64())
-                .map_or(Provided::Nothing, Provided::Number),
-            _ => p,
         }
     }
 
@@ -162,6 +192,7 @@ impl Kind {
     /// to resolve, `Err` to reject.
     pub fn settle(&self, outcome: Outcome, value: JsValue) -> Result<JsValue, JsValue> {
         match self {
+            #[cfg(feature = "fetch")]
             Kind::Fetch(call) => call.settle(outcome, value),
             Kind::Function { .. } => match outcome {
                 Outcome::Result => Ok(value),

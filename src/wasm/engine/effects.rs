@@ -54,8 +54,9 @@ impl Run {
                 // stores, and publishes the attempt's end once it returns.
                 let traced = exec.trace.as_ref().map(|t| t.attempt(attempt));
                 let traced = traced.as_ref().map(|(trace, context)| (*trace, context));
-                let classify = || wakeups::fetched(self.at, gen, attempt);
-                let fetched = exec.kind.fetch(|| exec.signal(attempt), classify, traced);
+                let fetched =
+                    exec.kind
+                        .fetch(|| exec.signal(attempt), (self.at, gen, attempt), traced);
                 let promise: JsValue = match fetched {
                     Some(p) => p.into(),
                     None => {

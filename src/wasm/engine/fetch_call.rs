@@ -26,10 +26,11 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 use web_sys::{AbortSignal, ReadableStream, Request, Response};
 
 use super::super::errors;
+use super::super::fetch_js;
 use super::super::js;
 use super::super::props;
 use super::super::tracing::{self, Channels};
-use crate::core::effect::{AbortReason, Outcome, Provided};
+use crate::core::effect::{AbortReason, Eval, Outcome, Provided};
 use crate::core::http::{Failure, Hints, HttpPolicy};
 
 /// The fields of `fetch`'s `init` that `new Request` reads: a `Request`
@@ -158,7 +159,7 @@ impl FetchCall {
     /// follow, so the budget and the callbacks count it. A response for an
     /// attempt that no longer `running` is nobody's: its body is cancelled.
     pub fn fetched(&self, running: bool, got: JsValue) -> JsValue {
-        let Some(response) = js::as_response(&got) else {
+        let Some(response) = fetch_js::as_response(&got) else {
             return got;
         };
         let response = &response;
@@ -218,7 +219,7 @@ impl FetchCall {
         // body, and so the caller's abort still reaches that body, for as
         // long as it is read and no longer.
         let signal = match (signal, self.caller.as_ref()) {
-            (Some(own), Some(caller)) => Some(js::both(caller, &own)),
+            (Some(own), Some(caller)) => Some(fetch_js::both(caller, &own)),
             (own, caller) => own.or_else(|| caller.cloned()),
         };
         let init = Object::new();
@@ -255,7 +256,7 @@ impl FetchCall {
     /// when an attempt rejected with a `TypeError`, to tell the caller's
     /// mistake from the network's.
     fn refused(&self) -> bool {
-        js::new_request(&self.fresh_input(), &self.init).is_err()
+        fetch_js::new_request(&self.fresh_input(), &self.init).is_err()
     }
 
     /// The `beforeRetry` gate before attempt `attempt`, after a failure
@@ -264,7 +265,7 @@ impl FetchCall {
     /// response, error }`; `None` without a hook.
     pub fn gate(&self, attempt: u32, error: &JsValue) -> Option<Promise> {
         let hook = self.before_retry.as_ref()?;
-        let asked = js::new_request(&self.fresh_input(), &self.init).and_then(|request| {
+        let asked = fetch_js::new_request(&self.fresh_input(), &self.init).and_then(|request| {
             let response = self
                 .response_for(error)
                 .map_or(JsValue::UNDEFINED, JsValue::from);
@@ -295,7 +296,7 @@ impl FetchCall {
             self.next.take();
             return Provided::Bool(false);
         }
-        if let Some(made) = js::as_request(value) {
+        if let Some(made) = fetch_js::as_request(value) {
             if let Ok(mut next) = self.next.try_borrow_mut() {
                 *next = Some(made);
             }
@@ -376,6 +377,24 @@ impl FetchCall {
             Failure::Refused
         } else {
             Failure::Network
+        }
+    }
+
+    /// The answer to `what` after the option's function (if any) gave
+    /// `given` (classified as `p`), for the flow's last `error`: a call
+    /// asks for `shouldRetry` and `retryAfter` whether or not the user
+    /// gave one, and answers with its request's rules.
+    pub fn answer(&self, what: Eval, error: &JsValue, given: &JsValue, p: Provided) -> Provided {
+        match (what, p) {
+            (_, Provided::Threw) => p,
+            (Eval::ShouldRetry, _) => {
+                let user = (!given.is_undefined()).then(|| given.is_truthy());
+                Provided::Bool(self.should_retry(error, user))
+            }
+            (Eval::RetryAfter, Provided::Number(_) | Provided::Nothing) => self
+                .retry_after(error, given.as_f64())
+                .map_or(Provided::Nothing, Provided::Number),
+            _ => p,
         }
     }
 
@@ -474,7 +493,7 @@ fn http_error(response: &Response) -> Result<JsValue, JsValue> {
 /// A response (or anything else) that came for a flow that is over: a
 /// response's body is cancelled, since nobody will read it.
 pub fn discard(got: &JsValue) {
-    if let Some(response) = js::as_response(got) {
+    if let Some(response) = fetch_js::as_response(got) {
         cancel_body(&response);
     }
 }

@@ -23,7 +23,8 @@ mod wakeups;
 mod guards;
 // lastResult, lastError, the snapshot and subscribers, on the object.
 mod observers;
-// The fetches of a retryFetch call.
+// The fetches of a retryFetch call (the build with `retryFetch`).
+#[cfg(feature = "fetch")]
 mod fetch_call;
 // What an attempt is: a function call, or a fetch.
 mod attempt;
@@ -60,6 +61,7 @@ use traced::Traced;
 
 pub use attempt::Kind;
 pub use decider::SharedBudget;
+#[cfg(feature = "fetch")]
 pub use fetch_call::{cancel_stream, FetchCall};
 
 /// Set in the attempt number a promise's reactions are bound with when
@@ -429,6 +431,7 @@ pub fn on_settled(slot: u32, key: u32, gen: u32, attempt: u32, fulfilled: u32, v
 /// Attempt `attempt` of `retryFetch` flow `gen` got `got` from its fetch:
 /// the response, or a rejected promise of the error a failing one stands
 /// for.
+#[cfg(feature = "fetch")]
 #[wasm_bindgen(js_name = _fetched, skip_typescript)]
 pub fn on_fetched(slot: u32, key: u32, gen: u32, attempt: u32, got: JsValue) -> JsValue {
     let found = find(slot, key).and_then(|engine| {

@@ -22,6 +22,7 @@ use crate::core::slots::Address;
 /// The module's handlers, as JavaScript functions.
 struct Handlers {
     settled: Handler,
+    #[cfg(feature = "fetch")]
     fetched: Handler,
     timer: Function,
     signal: Handler,
@@ -37,18 +38,22 @@ thread_local! {
 }
 
 /// Hands the module its handlers, as its glue exports them: the entry
-/// calls this once, when it opens the module.
+/// calls this once, when it opens the module. `fetched` (last) is
+/// `_fetched`, which only the build with `retryFetch` has.
 #[wasm_bindgen(js_name = _wire, skip_typescript)]
 pub fn wire(
     settled: Function,
-    fetched: Function,
     timer: Function,
     signal: Function,
     resolver: Function,
     rethrow: Function,
+    fetched: JsValue,
 ) {
+    #[cfg(not(feature = "fetch"))]
+    let _ = fetched;
     let handlers = Handlers {
         settled: settled.unchecked_into(),
+        #[cfg(feature = "fetch")]
         fetched: fetched.unchecked_into(),
         timer,
         signal: signal.unchecked_into(),
@@ -73,6 +78,7 @@ pub fn attach(value: &JsValue, at: Address, gen: u32, attempt: u32) -> Option<()
     with(|h| js::attach(value, &h.settled, at.slot, at.key, gen, attempt))
 }
 
+#[cfg(feature = "fetch")]
 /// What turns the response of the fetch of attempt `attempt` of flow `gen`
 /// of the retryer at `at` into the attempt's outcome.
 pub fn fetched(at: Address, gen: u32, attempt: u32) -> Option<Function> {

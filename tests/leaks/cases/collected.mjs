@@ -23,7 +23,7 @@
 // read, so a library that keeps the error where the collector cannot see
 // the cycle keeps the retryer forever.
 import http from 'node:http';
-import { AsyncRetryer, asyncRetry, retryFetch } from 'retry-wasm';
+import { AsyncRetryer, asyncRetry, retryFetch } from 'retry-wasm/fetch';
 import { MB, check, fmtDelta, report, settle, snapshot } from './lib.mjs';
 
 const N = Number(process.env.LEAKS_COLLECTED ?? 2_000);
