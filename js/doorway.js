@@ -90,10 +90,11 @@ export async function inflate(text) {
 /**
  * Instantiates `module` (a WebAssembly.Module or the module's bytes) with
  * `glue`, the generated glue of the same build, binds the methods, and
- * returns that engine's API (with `retryFetch` when the build has it).
+ * returns that engine's API; with the full build, `retryFetch` too, made by
+ * `fetchOf` (js/retry-fetch.js, which only the full build's entries load).
  * Once per build and realm.
  */
-export function open(glue, module) {
+export function open(glue, module, fetchOf) {
   const { initSync, AsyncRetryer, RetryBudget } = glue;
   needWebAssembly();
   try {
@@ -152,37 +153,6 @@ export function open(glue, module) {
     parseRetryAfter: glue.parseRetryAfter,
     useDiagnosticsChannel: glue.useDiagnosticsChannel,
   };
-  if (glue.retryFetch) api.retryFetch = fetchOf(glue.retryFetch);
+  if (fetchOf) api.retryFetch = fetchOf(glue.retryFetch);
   return api;
 }
-
-/**
- * `fetch` with retries: the engine's call function (options are read and
- * checked here, so bad ones throw synchronously), inside a function that
- * looks and fails like `fetch`: named `fetch`, `length` 1, and a rejection
- * whose stack is retaken where the caller awaits it, so it names the
- * caller's async functions (an error made inside the engine or undici has
- * none of them), as Node's own `fetch` does.
- */
-const fetchOf = (engineFetch) =>
-  function retryFetch(options) {
-    const call = engineFetch(options);
-    // A method keeps its name through minifiers, which drop a function
-    // expression's.
-    return {
-      async fetch(input, init = undefined) {
-        try {
-          return await call(input, init);
-        } catch (error) {
-          if (error !== null && typeof error === 'object') {
-            try {
-              Error.captureStackTrace?.(error);
-            } catch {
-              // A frozen error keeps the stack it has.
-            }
-          }
-          throw error;
-        }
-      },
-    }.fetch;
-  };

@@ -6,10 +6,11 @@
 import base64 from '../pkg/full/wasm-bytes.js';
 import * as glue from '../pkg/full/retry_wasm.js';
 import { inflate, loadError, needWebAssembly, open } from './doorway.js';
+import { fetchOf } from './retry-fetch.js';
 
 needWebAssembly();
 const bytes = await inflate(base64).catch((e) => {
   throw loadError('inflating the embedded module with DecompressionStream failed', e);
 });
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, bytes);
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, bytes, fetchOf);

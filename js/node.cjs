@@ -19,5 +19,6 @@ const { Buffer } = globalThis.process?.getBuiltinModule?.('node:buffer') ?? requ
 const base64 = require('../pkg/full/wasm-raw.cjs');
 const glue = require('../pkg/full/retry_wasm.js');
 const { open } = require('./doorway.js');
+const { fetchOf } = require('./retry-fetch.js');
 
-module.exports = open(glue, Buffer.from(base64, 'base64'));
+module.exports = open(glue, Buffer.from(base64, 'base64'), fetchOf);

@@ -8,5 +8,6 @@
 import module from '../pkg/full/retry_wasm.wasm';
 import * as glue from '../pkg/full/retry_wasm.js';
 import { open } from './doorway.js';
+import { fetchOf } from './retry-fetch.js';
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, module);
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, module, fetchOf);

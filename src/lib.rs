@@ -16,5 +16,9 @@ extern crate alloc;
 
 pub mod core;
 
+// The wasm build's global allocator (natively, only its tests).
+#[cfg(any(target_arch = "wasm32", test))]
+mod heap;
+
 #[cfg(target_arch = "wasm32")]
 mod wasm;

@@ -55,9 +55,3 @@ mod budget;
 mod fetch;
 // (parseRetryAfter)
 mod retry_after;
-
-// talc instead of std's dlmalloc: 10 KB smaller a module (3.8 KB gzipped),
-// measured on this build. Safe: wasm32-unknown-unknown here is one thread,
-// and talc owns linear memory growth.
-#[global_allocator]
-static ALLOCATOR: talc::TalckWasm = unsafe { talc::TalckWasm::new_global() };

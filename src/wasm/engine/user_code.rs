@@ -13,7 +13,6 @@
 use alloc::rc::Weak;
 
 use js_sys::{Function, Promise};
-use serde::Serialize;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::super::js::{self, Holder};
@@ -111,20 +110,6 @@ pub fn callback(me: &JsValue, exec: &Execution, cb: Cb, arg: u32) -> Result<(), 
     result.map(drop).map_err(|e| exec.threw(e))
 }
 
-/// What `onBackoff` receives about a wait, written out by serde-wasm-bindgen.
-#[derive(Serialize)]
-struct BackoffInfo {
-    /// ms the wait lasts.
-    delay: f64,
-    /// The attempt that failed.
-    attempt: u32,
-    /// What it failed with, as it was.
-    #[serde(with = "serde_wasm_bindgen::preserve")]
-    error: JsValue,
-    /// ms since `execute()`.
-    elapsed: f64,
-}
-
 /// `onBackoff({ delay, attempt, error, elapsed }, retryer)` (`cb` is
 /// `Backoff`, `n` the delay) or `onHedge({ attempt, elapsed, running },
 /// retryer)` (`n` the attempts running); `Err` as for [`callback`].
@@ -140,13 +125,7 @@ pub fn notify(
         return Ok(());
     };
     let info = if cb == Cb::Backoff {
-        let info = BackoffInfo {
-            delay: n,
-            attempt,
-            error: exec.value(),
-            elapsed,
-        };
-        serde_wasm_bindgen::to_value(&info).unwrap_or(JsValue::UNDEFINED)
+        js::backoff_info(n, attempt, &exec.value(), elapsed)
     } else {
         js::hedge_info(attempt, elapsed, n)
     };
