@@ -4,7 +4,7 @@
 // and their shared objects (a RetryBudget) do not cross: import everything
 // from here then. Loaded as js/index.js is. Types are in fetch.d.ts.
 import base64 from '../pkg/full/wasm-bytes.js';
-import * as glue from '../pkg/full/retry_wasm.js';
+import * as glue from './full-engine.js';
 import { inflate, loadError, needWebAssembly, open } from './doorway.js';
 import { fetchOf } from './retry-fetch.js';
 

@@ -5,7 +5,7 @@
 // DecompressionStream by a top-level await, and opened before anything is
 // exported, so importing is all a user does. Types are in index.d.ts.
 import base64 from '../pkg/lean/wasm-bytes.js';
-import * as glue from '../pkg/lean/retry_wasm.js';
+import * as glue from './lean-engine.js';
 import { inflate, loadError, needWebAssembly, open } from './doorway.js';
 
 needWebAssembly();

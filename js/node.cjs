@@ -17,7 +17,7 @@
 // --format=esm) has no working `require`.
 const { Buffer } = globalThis.process?.getBuiltinModule?.('node:buffer') ?? require('node:buffer');
 const base64 = require('../pkg/full/wasm-raw.cjs');
-const glue = require('../pkg/full/retry_wasm.js');
+const glue = require('./full-engine.js');
 const { open } = require('./doorway.js');
 const { fetchOf } = require('./retry-fetch.js');
 

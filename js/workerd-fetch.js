@@ -6,7 +6,7 @@
 // global scope: no timer, random value or I/O (the engine seeds its jitter
 // on first use).
 import module from '../pkg/full/retry_wasm.wasm';
-import * as glue from '../pkg/full/retry_wasm.js';
+import * as glue from './full-engine.js';
 import { open } from './doorway.js';
 import { fetchOf } from './retry-fetch.js';
 
