@@ -138,6 +138,15 @@ const STAGES = [
     },
   },
   {
+    name: 'v8-abort',
+    lines: true,
+    title: "the V8 abort of the README's Node 20 note, reproduced: where it aborts (20, 22), where it does not (24, 26), and the README's ways around it",
+    run() {
+      requireFile('tests/v8-abort/run.mjs', 'the V8 abort reproduction');
+      node('tests/v8-abort/run.mjs', [], { timeout: 5 * MIN });
+    },
+  },
+  {
     name: 'leaks',
     lines: true,
     title: 'node --expose-gc: memory, signal listeners and timers left by flows (tests/leaks/)',
