@@ -23,7 +23,7 @@
 //   node table.mjs [--only <substring>] [--verbose]
 import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
-import { Agent } from 'undici';
+import { Agent as NpmAgent } from 'undici';
 import { retryFetch } from 'retry-wasm';
 import { callAndDescribe, describeError, describeHead, describeResponse, fastClass, runRow, sleep, FAST_MS } from './harness.mjs';
 import { startServer, describeReceived, FIXED_BODY, STREAM_CHUNKS, STREAM_GAP_MS } from './server.mjs';
@@ -179,6 +179,23 @@ function abortWhileReading(mode, abort) {
     return out;
   };
 }
+
+/**
+ * The undici Agent class the probe uses: the npm package's (undici 6) where
+ * Node's fetch speaks its handler API (Node 20 to 24: undici 6 and 7); on
+ * Node 26 (undici 8) fetch hands a dispatcher undici 7's handler API, which
+ * undici 6's Agent refuses ("invalid onError method", plain fetch's call
+ * too), so there it is the class of the Agent Node's fetch itself installs
+ * as its global dispatcher.
+ */
+async function fetchAgentClass() {
+  if (Number(process.versions.undici?.split('.')[0]) < 8) return NpmAgent;
+  await fetch('data:,');
+  const own = globalThis[Symbol.for('undici.globalDispatcher.2')];
+  if (typeof own?.compose !== 'function') throw new Error(`no undici Agent for Node ${process.version}'s fetch (undici ${process.versions.undici})`);
+  return own.constructor;
+}
+const Agent = await fetchAgentClass();
 
 /** An undici Agent composed with an interceptor that counts dispatches and adds a header. */
 function dispatcherProbe(made) {
