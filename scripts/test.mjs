@@ -17,8 +17,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureDependencies } from './deps.mjs';
 import { ensureNode, HOST_LINE, parseLines, runOnLines } from './node-lines.mjs';
+import { ensureDependencies } from './deps.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CONSUMER = path.join(ROOT, '.consumer');

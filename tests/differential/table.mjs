@@ -23,7 +23,7 @@
 //   node table.mjs [--only <substring>] [--verbose]
 import { Readable } from 'node:stream';
 import { createHash } from 'node:crypto';
-import { Agent as NpmAgent } from 'undici';
+import { Agent } from 'undici';
 import { retryFetch } from 'retry-wasm';
 import { callAndDescribe, describeError, describeHead, describeResponse, fastClass, runRow, sleep, FAST_MS } from './harness.mjs';
 import { startServer, describeReceived, FIXED_BODY, STREAM_CHUNKS, STREAM_GAP_MS } from './server.mjs';
@@ -189,18 +189,18 @@ function abortWhileReading(mode, abort) {
  * as its global dispatcher.
  */
 async function fetchAgentClass() {
-  if (Number(process.versions.undici?.split('.')[0]) < 8) return NpmAgent;
+  if (Number(process.versions.undici?.split('.')[0]) < 8) return Agent;
   await fetch('data:,');
   const own = globalThis[Symbol.for('undici.globalDispatcher.2')];
   if (typeof own?.compose !== 'function') throw new Error(`no undici Agent for Node ${process.version}'s fetch (undici ${process.versions.undici})`);
   return own.constructor;
 }
-const Agent = await fetchAgentClass();
+const ProbeAgent = await fetchAgentClass();
 
 /** An undici Agent composed with an interceptor that counts dispatches and adds a header. */
 function dispatcherProbe(made) {
   made.dispatches = 0;
-  const agent = new Agent({ keepAliveTimeout: 1_000 }).compose((dispatch) => (opts, handler) => {
+  const agent = new ProbeAgent({ keepAliveTimeout: 1_000 }).compose((dispatch) => (opts, handler) => {
     made.dispatches++;
     const h = opts.headers;
     let headers;
