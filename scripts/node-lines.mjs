@@ -115,17 +115,16 @@ export function parseLines(argv) {
 /**
  * Runs `stage.run({ line, node, host })` once per line of `lines` when
  * `stage.lines` is true (the host's line alone otherwise), every line even
- * after one fails, printing a header per line; `useNode(bin)` is told the
- * binary before each run and the running one after the last. Returns the note for the summary row:
- * the lines it ran on, with each line's seconds. A Skip-like error (its
- * class named in `isSkip`) on the host line skips the stage; any failure
- * is rethrown after the last line, its message naming the lines that
- * passed and failed.
+ * after one fails or skips, printing a header per line; `useNode(bin)` is
+ * told the binary before each run and the running one after the last.
+ * Returns the note for the summary row: the lines it ran on, with each
+ * line's seconds. After the last line, a failure on any line is thrown
+ * again (of its class), else a skip (`isSkip(error)`) on any line, its
+ * message naming the lines that passed, failed and skipped.
  */
 export function runOnLines(stage, lines, isSkip, useNode = () => {}) {
   const runLines = stage.lines ? lines : [HOST_LINE];
   const done = [];
-  let firstError = null;
   for (const line of runLines) {
     const node = ensureNode(line);
     if (stage.lines) console.log(`\n── ${stage.name} on Node ${line} (${path.relative(ROOT, node) || node}) ──`);
@@ -135,9 +134,7 @@ export function runOnLines(stage, lines, isSkip, useNode = () => {}) {
       const note = stage.run({ line, node, host: line === HOST_LINE });
       done.push({ line, ok: true, note, secs: (performance.now() - t0) / 1000 });
     } catch (e) {
-      if (isSkip(e)) throw e;
-      done.push({ line, ok: false, secs: (performance.now() - t0) / 1000, error: e });
-      firstError ??= e;
+      done.push({ line, ok: false, skipped: isSkip(e), secs: (performance.now() - t0) / 1000, error: e });
     } finally {
       useNode(process.execPath);
     }
@@ -145,12 +142,22 @@ export function runOnLines(stage, lines, isSkip, useNode = () => {}) {
   const secs = done.map((d) => `${d.line} ${d.secs.toFixed(1)}s`).join(', ');
   const passed = done.filter((d) => d.ok).map((d) => d.line);
   const extra = done.map((d) => d.note).filter(Boolean).join('; ');
-  if (firstError) {
-    const failed = done.filter((d) => !d.ok);
-    const why = (e) => (e instanceof Error && e.constructor !== Error ? e.message : String(e?.stack ?? e));
-    const message = `on ${passed.join(' ') || '-'}; failed on ${failed.map((d) => d.line).join(' ')} (${secs}): ${failed.map((d) => `[${d.line}] ${why(d.error)}`).join('; ')}`;
-    // The same class, so the caller tells a failure of its own from a crash.
-    throw firstError instanceof Error ? new firstError.constructor(message) : new Error(message);
+  const failed = done.filter((d) => !d.ok && !d.skipped);
+  const skipped = done.filter((d) => d.skipped);
+  const bad = failed.length ? failed : skipped;
+  if (bad.length) {
+    // A crash (a built-in error) keeps its stack; a stage's own Fail or Skip says enough.
+    const crash = (e) => !(e instanceof Error) || [Error, TypeError, RangeError, ReferenceError, SyntaxError].includes(e.constructor);
+    const why = (e) => (crash(e) ? String(e?.stack ?? e) : e.message);
+    const lines = (list) => list.map((d) => d.line).join(' ');
+    const message = [
+      `on ${lines(done.filter((d) => d.ok)) || '-'}`,
+      failed.length ? `failed on ${lines(failed)}` : '',
+      skipped.length ? `skipped on ${lines(skipped)}` : '',
+    ].filter(Boolean).join('; ') + ` (${secs}): ${bad.map((d) => `[${d.line}] ${why(d.error)}`).join('; ')}`;
+    // The same class, so the caller tells a failure of its own from a skip or a crash.
+    const first = bad[0].error;
+    throw first instanceof Error ? new first.constructor(message) : new Error(message);
   }
   return `on ${passed.join(' ')}  (${secs})${extra ? `  ${extra}` : ''}`;
 }
