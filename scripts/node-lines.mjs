@@ -127,7 +127,8 @@ export function runOnLines(stage, lines, isSkip, useNode = () => {}) {
   const done = [];
   for (const line of runLines) {
     const node = ensureNode(line);
-    if (stage.lines) console.log(`\n── ${stage.name} on Node ${line} (${path.relative(ROOT, node) || node}) ──`);
+    const shown = node.startsWith(ROOT + path.sep) ? path.relative(ROOT, node) : node;
+    if (stage.lines) console.log(`\n── ${stage.name} on Node ${line} (${shown}) ──`);
     const t0 = performance.now();
     useNode(node);
     try {
