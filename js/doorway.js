@@ -23,8 +23,13 @@ const MEETING = Symbol.for('retry-wasm.engines');
 
 /** The runtime, for error messages: "Node 20.20.2", "Deno/2.9.6", "Bun/1.4.4", a browser's user agent, "Cloudflare-Workers". */
 function host() {
+  const agent = globalThis.navigator?.userAgent;
   const node = globalThis.process?.versions?.node;
-  return globalThis.navigator?.userAgent || (node ? `Node ${node}` : 'this JavaScript runtime');
+  // Node 21+ has a navigator too, whose userAgent ("Node.js/22") drops the
+  // version; Deno, Bun and workerd also set process.versions.node, so their
+  // own userAgent comes first.
+  if (node && (!agent || agent.startsWith('Node.js/'))) return `Node ${node}`;
+  return agent || 'this JavaScript runtime';
 }
 
 /** The Error every entry throws when the engine cannot be loaded: names the runtime and what is missing. */

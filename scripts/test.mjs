@@ -6,6 +6,9 @@
 //   node scripts/test.mjs                 all stages
 //   node scripts/test.mjs --only js       one stage (or a comma list: --only types,runtimes)
 //   node scripts/test.mjs --list          the stage names
+//   node scripts/test.mjs --lines 20,26   the Node lines for the stages that run
+//                                          on every line (all of them by default;
+//                                          see scripts/node-lines.mjs)
 //
 // Outside CI, a stage whose file does not exist yet, or whose runner left
 // checks out (exit 77: no Chromium), shows as SKIP and is not counted as
@@ -15,6 +18,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureNode, HOST_LINE, parseLines, runOnLines } from './node-lines.mjs';
 import { ensureDependencies } from './deps.mjs';
 import { isCI, SKIP_EXIT } from '../tests/stage.mjs';
 
@@ -43,7 +47,9 @@ function sh(cmd, args, { cwd = ROOT, env, timeout = 20 * MIN } = {}) {
   if (r.status !== 0) throw new Fail(`${shown}: exit ${r.status ?? r.signal}`);
 }
 
-const node = (script, args = [], opts) => sh(process.execPath, [path.join(ROOT, script), ...args], opts);
+// The Node binary of the line the current stage runs on (scripts/node-lines.mjs).
+let lineNode = process.execPath;
+const node = (script, args = [], opts) => sh(lineNode, [path.join(ROOT, script), ...args], opts);
 
 function requireFile(file, what) {
   if (exists(file)) return;
@@ -98,6 +104,7 @@ const STAGES = [
   },
   {
     name: 'js',
+    lines: true,
     title: 'vitest: tests/js/ against the installed package',
     run() {
       requireFile('tests/js', 'the JS suite');
@@ -109,11 +116,12 @@ const STAGES = [
       fs.cpSync(path.join(ROOT, 'tests', 'js'), dest, { recursive: true });
       const vitest = path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs');
       const config = fs.existsSync(path.join(dest, 'vitest.config.mjs')) ? ['--config', 'vitest.config.mjs'] : [];
-      sh(process.execPath, [vitest, 'run', ...config], { cwd: dest });
+      sh(lineNode, [vitest, 'run', ...config], { cwd: dest });
     },
   },
   {
     name: 'sdk',
+    lines: true,
     title: 'retryFetch as the custom fetch of real SDKs (openai, Anthropic, Octokit, postgrest-js, ky) against a local flaky server',
     run() {
       requireFile('tests/sdk/run.mjs', 'the SDK tests');
@@ -122,6 +130,7 @@ const STAGES = [
   },
   {
     name: 'differential',
+    lines: true,
     title: 'retryFetch({ fetch }) against plain fetch, input by input, on one local server',
     run() {
       requireFile('tests/differential/run.mjs', 'the differential fetch tests');
@@ -130,6 +139,7 @@ const STAGES = [
   },
   {
     name: 'otel',
+    lines: true,
     title: 'tracing channels and retry-wasm/otel under the real OpenTelemetry SDK and its undici instrumentation, on a local server',
     run() {
       requireFile('tests/otel/run.mjs', 'the OpenTelemetry tests');
@@ -137,7 +147,17 @@ const STAGES = [
     },
   },
   {
+    name: 'v8-abort',
+    lines: true,
+    title: "the V8 abort of the README's Node 20 note, reproduced: where it aborts (20, 22), where it does not (24, 26), and the README's ways around it",
+    run() {
+      requireFile('tests/v8-abort/run.mjs', 'the V8 abort reproduction');
+      node('tests/v8-abort/run.mjs', [], { timeout: 5 * MIN });
+    },
+  },
+  {
     name: 'leaks',
+    lines: true,
     title: 'node --expose-gc: memory, signal listeners and timers left by flows (tests/leaks/)',
     run() {
       requireFile('tests/leaks/run.mjs', 'the leak tests');
@@ -155,10 +175,12 @@ const STAGES = [
   },
   {
     name: 'runtimes',
-    title: 'smoke test in Node, worker_threads, Deno, Bun, Chromium page + worker',
-    run() {
+    lines: true,
+    title: 'smoke test in Node, worker_threads, Deno, Bun, Chromium page + worker (other Node lines: Node and worker_threads)',
+    run({ host }) {
       requireFile('scripts/build.mjs', 'the wasm build');
-      node('tests/runtimes/run.mjs');
+      // Other lines: the Node cases only (the browsers, Deno and Bun do not change with the line).
+      node('tests/runtimes/run.mjs', host ? [] : ['--only', 'node,node-worker']);
     },
   },
   {
@@ -171,6 +193,7 @@ const STAGES = [
   },
   {
     name: 'cjs',
+    lines: true,
     title: 'CommonJS: require in Node main + worker_threads, import/require one instance, esbuild cjs, Jest 30 default mode, load failures',
     run() {
       requireFile('scripts/build.mjs', 'the wasm build');
@@ -236,8 +259,16 @@ function parseArgs(argv) {
 }
 
 const selected = parseArgs(process.argv.slice(2));
+let lines;
+try {
+  lines = parseLines(process.argv.slice(2));
+} catch (e) {
+  console.error(e.message);
+  process.exit(2);
+}
 try {
   ensureDependencies();
+  for (const line of selected.some((s) => s.lines) ? lines : []) ensureNode(line);
 } catch (e) {
   console.error(`[deps] ${e.message}`);
   console.log('0 passed, 1 failed');
@@ -257,7 +288,7 @@ for (const [i, stage] of selected.entries()) {
   let status = 'passed';
   let note = '';
   try {
-    note = stage.run() ?? '';
+    note = runOnLines(stage, lines, (e) => e instanceof Skip, (bin) => (lineNode = bin));
   } catch (e) {
     if (e instanceof Skip) {
       status = 'skipped';

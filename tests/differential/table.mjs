@@ -186,10 +186,27 @@ function abortWhileReading(mode, abort) {
   };
 }
 
+/**
+ * The undici Agent class the probe uses: the npm package's (undici 6) where
+ * Node's fetch speaks its handler API (Node 20 to 24: undici 6 and 7); on
+ * Node 26 (undici 8) fetch hands a dispatcher undici 7's handler API, which
+ * undici 6's Agent refuses ("invalid onError method", plain fetch's call
+ * too), so there it is the class of the Agent Node's fetch itself installs
+ * as its global dispatcher.
+ */
+async function fetchAgentClass() {
+  if (Number(process.versions.undici?.split('.')[0]) < 8) return Agent;
+  await fetch('data:,');
+  const own = globalThis[Symbol.for('undici.globalDispatcher.2')];
+  if (typeof own?.compose !== 'function') throw new Error(`no undici Agent for Node ${process.version}'s fetch (undici ${process.versions.undici})`);
+  return own.constructor;
+}
+const ProbeAgent = await fetchAgentClass();
+
 /** An undici Agent composed with an interceptor that counts dispatches and adds a header. */
 function dispatcherProbe(made) {
   made.dispatches = 0;
-  const agent = new Agent({ keepAliveTimeout: 1_000 }).compose((dispatch) => (opts, handler) => {
+  const agent = new ProbeAgent({ keepAliveTimeout: 1_000 }).compose((dispatch) => (opts, handler) => {
     made.dispatches++;
     const h = opts.headers;
     let headers;

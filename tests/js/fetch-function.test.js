@@ -76,11 +76,14 @@ describe('retryFetch(options) returns a fetch', () => {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: here, encoding: 'utf8', timeout: 20_000 })
     expect(r.status, r.stderr).toBe(0)
     const [ours, plain] = JSON.parse(r.stdout)
-    for (const stack of [plain, ours]) {
-      expect(stack).toMatch(/^TypeError: fetch failed\n/)
-      expect(stack).toMatch(/\n {4}at async myCaller \(/)
-    }
+    expect(ours).toMatch(/^TypeError: fetch failed\n/)
+    expect(ours).toMatch(/\n {4}at async myCaller \(/)
     expect(ours.split('\n')[1]).toMatch(/^ {4}at fetch \(/)
+    // The control: Node's own fetch fails the same way. Its stack has
+    // frames up to the caller on Node 20 and 22; from Node 24 (undici 7 and 8) it
+    // is the message line alone, so only that line is compared.
+    expect(plain.split('\n')[0]).toBe('TypeError: fetch failed')
+    if (Number(process.versions.node.split('.')[0]) <= 22) expect(plain).toMatch(/\n {4}at async myCaller \(/)
   })
 
   it('rejects with the very value the wrapped fetch rejected with, frozen or not', async () => {
