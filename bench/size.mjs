@@ -36,14 +36,14 @@ export const ENTRIES = [
     id: 'retry-wasm',
     specifier: 'retry-wasm',
     entry: 'export { asyncRetry, AsyncRetryer } from "retry-wasm";',
-    ceiling: 48_000,
+    ceiling: 48_128,
     target: 47 * 1024,
   },
   {
     id: 'retry-wasm/fetch',
     specifier: 'retry-wasm/fetch',
     entry: 'export { asyncRetry, AsyncRetryer, RetryBudget, retryFetch } from "retry-wasm/fetch";',
-    ceiling: 64_500,
+    ceiling: 64_700,
     target: 61 * 1024,
   },
 ];
