@@ -190,6 +190,23 @@ try {
   const count = await tab.textContent('[data-field="executionCount"]');
   check('state panel: executionCount counted the success', Number(count) === countBefore + 1, `${countBefore} before, ${count} after`);
 
+  // The same seed again: the run replays the same four rows, and the new
+  // retryer starts from the state the last one left (initialState), so the
+  // count grows from there. The page's earlier runs were aborted and count
+  // nothing, so only a second success shows that the count is carried.
+  const beforeAgain = await tab.evaluate(runNumber);
+  await tab.click('[data-testid="run"]');
+  const again = await tab
+    .waitForFunction((n) => {
+      const status = document.querySelector('[data-testid="run-status"]');
+      return status?.dataset.state === 'done' && Number(/run #(\d+)/.exec(status.textContent)?.[1] ?? 0) > n;
+    }, beforeAgain, { timeout: 30_000 })
+    .then(() => true, () => false);
+  const againRows = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
+  check('seed 55 again: the run finishes with the same four rows', again && againRows.length === 4 && seeded.every((re, i) => re.test(againRows[i])), JSON.stringify(againRows));
+  const countAgain = await tab.textContent('[data-field="executionCount"]');
+  check('state panel: executionCount carries over to the next run', Number(countAgain) === countBefore + 2, `${countBefore} before the first, ${countAgain} after the second`);
+
   // The layers panel: an app retryer over an SDK retryer over one backend,
   // run with innerRetries on (left) and off on the app's retryer (right).
   const layers = await tab.evaluate(() => {
