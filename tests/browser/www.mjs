@@ -157,12 +157,15 @@ try {
     .waitForFunction(() => [...document.querySelectorAll('[data-testid="timeline"] li.tl-row')].some((li) => /attempt \d+/.test(li.textContent)), null, { timeout: 10_000 })
     .then(() => true, () => false);
   check('timeline shows rows "attempt N ..."', rows);
-  const finished = await tab
-    .waitForFunction((n) => {
-      const status = document.querySelector('[data-testid="run-status"]');
-      return status?.dataset.state === 'done' && Number(/run #(\d+)/.exec(status.textContent)?.[1] ?? 0) > n;
-    }, before, { timeout: 30_000 })
-    .then(() => true, () => false);
+  // True once a run numbered above `n` is done; false after 30 s.
+  const doneAfter = (n) =>
+    tab
+      .waitForFunction((n) => {
+        const status = document.querySelector('[data-testid="run-status"]');
+        return status?.dataset.state === 'done' && Number(/run #(\d+)/.exec(status.textContent)?.[1] ?? 0) > n;
+      }, n, { timeout: 30_000 })
+      .then(() => true, () => false);
+  const finished = await doneAfter(before);
   check('the run finishes', finished, await tab.textContent('[data-testid="run-status"]'));
   const rowTexts = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
   check('every row reads "attempt N — ..."', rowTexts.length > 0 && rowTexts.every((t, i) => t.startsWith(`attempt ${i + 1} — `)), JSON.stringify(rowTexts));
@@ -196,12 +199,7 @@ try {
   // nothing, so only a second success shows that the count is carried.
   const beforeAgain = await tab.evaluate(runNumber);
   await tab.click('[data-testid="run"]');
-  const again = await tab
-    .waitForFunction((n) => {
-      const status = document.querySelector('[data-testid="run-status"]');
-      return status?.dataset.state === 'done' && Number(/run #(\d+)/.exec(status.textContent)?.[1] ?? 0) > n;
-    }, beforeAgain, { timeout: 30_000 })
-    .then(() => true, () => false);
+  const again = await doneAfter(beforeAgain);
   const againRows = await tab.$$eval('[data-testid="timeline"] li.tl-row', (els) => els.map((e) => e.textContent));
   check('seed 55 again: the run finishes with the same four rows', again && againRows.length === 4 && seeded.every((re, i) => re.test(againRows[i])), JSON.stringify(againRows));
   const countAgain = await tab.textContent('[data-field="executionCount"]');
