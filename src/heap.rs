@@ -176,7 +176,7 @@ unsafe impl<M: Memory> GlobalAlloc for Heap<M> {
         let state = &mut *self.state.get();
         // `get_mut`, not indexing: the index is always in range, but a
         // bounds check would link the panic and number formatting into
-        // the module (1.5 KB raw, measured).
+        // the module (+1.2 KB raw, +0.6 KB gzipped download, measured).
         let Some(list) = state.free.get_mut(class) else {
             return null_mut();
         };
