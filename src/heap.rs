@@ -310,6 +310,15 @@ mod tests {
             let p = unsafe { h.alloc(layout(size, align)) } as usize;
             assert_ne!(p, 0, "{size}");
             assert_eq!(p % align.max(WORD), 0, "{size} at {p:#x}");
+            // A power-of-two class's blocks start at a multiple of their
+            // size (up to a page); the others at a multiple of 8.
+            let block = size_of(Heap::<Buffer>::class(&layout(size, align)));
+            let start = if block.is_power_of_two() {
+                block.min(PAGE)
+            } else {
+                WORD
+            };
+            assert_eq!(p % start, 0, "{size} ({block} B block) at {p:#x}");
             for &(q, n) in &got {
                 assert!(
                     p + size <= q || q + n <= p,
