@@ -100,7 +100,7 @@ export async function inflate(text) {
  * Once per build and realm.
  */
 export function open(glue, module, fetchOf) {
-  const { initSync, AsyncRetryer, RetryBudget } = glue;
+  const { initSync, AsyncRetryer, RetryBudget, CircuitBreaker } = glue;
   needWebAssembly();
   try {
     initSync({ module });
@@ -117,6 +117,7 @@ export function open(glue, module, fetchOf) {
   const optionsGone = { get: () => { throw freed('AsyncRetryer'); }, enumerable: true, configurable: true };
   guardFree(AsyncRetryer, 'AsyncRetryer', (retryer) => Object.defineProperty(retryer, 'options', optionsGone));
   guardFree(RetryBudget, 'RetryBudget');
+  guardFree(CircuitBreaker, 'CircuitBreaker');
   // Pacer's methods are bound (`const { execute, abort } = retryer`
   // works). Each is bound on first read to the retryer
   // (and, per BOUND, with the retryer as first argument); the bound
@@ -136,7 +137,7 @@ export function open(glue, module, fetchOf) {
   }
   // The classes keep their names where a build step renamed them (the
   // CommonJS entry is minified).
-  for (const [name, cls] of [['AsyncRetryer', AsyncRetryer], ['RetryBudget', RetryBudget]]) {
+  for (const [name, cls] of [['AsyncRetryer', AsyncRetryer], ['RetryBudget', RetryBudget], ['CircuitBreaker', CircuitBreaker]]) {
     Object.defineProperty(cls, 'name', { value: name, configurable: true });
   }
   Object.defineProperty(AsyncRetryer.prototype, 'store', {
@@ -155,6 +156,8 @@ export function open(glue, module, fetchOf) {
     /** Returns `options` unchanged, typed, for sharing between retryers. */
     asyncRetryerOptions: (options) => options,
     RetryBudget,
+    CircuitBreaker,
+    CircuitOpenError: glue.circuitOpenError(),
     parseRetryAfter: glue.parseRetryAfter,
     useDiagnosticsChannel: glue.useDiagnosticsChannel,
   };

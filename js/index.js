@@ -13,4 +13,4 @@ const bytes = await inflate(base64).catch((e) => {
   throw loadError('inflating the embedded module with DecompressionStream failed', e);
 });
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, useDiagnosticsChannel } = open(glue, bytes);
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, CircuitBreaker, CircuitOpenError, parseRetryAfter, useDiagnosticsChannel } = open(glue, bytes);

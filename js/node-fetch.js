@@ -2,4 +2,4 @@
 // (pkg/engine.cjs, through js/require-fetch.cjs), shared with `require`.
 import engine from './require-fetch.cjs';
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = engine;
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, CircuitBreaker, CircuitOpenError, parseRetryAfter, retryFetch, useDiagnosticsChannel } = engine;

@@ -1,3 +1,3 @@
 // `import 'retry-wasm'` in Node, Deno and Bun: the one engine, without
 // retryFetch, which is `retry-wasm/fetch`'s.
-export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, useDiagnosticsChannel } from './node-fetch.js';
+export { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, CircuitBreaker, CircuitOpenError, parseRetryAfter, useDiagnosticsChannel } from './node-fetch.js';

@@ -10,4 +10,4 @@ import * as glue from './full-engine.js';
 import { open } from './doorway.js';
 import { fetchOf } from './retry-fetch.js';
 
-export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, module, fetchOf);
+export const { asyncRetry, AsyncRetryer, asyncRetryerOptions, RetryBudget, CircuitBreaker, CircuitOpenError, parseRetryAfter, retryFetch, useDiagnosticsChannel } = open(glue, module, fetchOf);

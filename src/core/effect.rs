@@ -92,6 +92,8 @@ pub enum GiveUp {
     BudgetExhausted = 3,
     /// Started inside another retryer's attempt and passing through.
     Nested = 4,
+    /// The final error is a circuit breaker's refusal (SPEC §2e rule 3).
+    CircuitOpen = 5,
 }
 
 impl GiveUp {
@@ -103,16 +105,18 @@ impl GiveUp {
             GiveUp::ExecutionTimeout => "execution-timeout",
             GiveUp::BudgetExhausted => "budget-exhausted",
             GiveUp::Nested => "nested",
+            GiveUp::CircuitOpen => "circuit-open",
         }
     }
 
     /// Every reason, each at the index of its discriminant.
-    const ALL: [GiveUp; 5] = [
+    const ALL: [GiveUp; 6] = [
         GiveUp::AttemptsExhausted,
         GiveUp::NotRetryable,
         GiveUp::ExecutionTimeout,
         GiveUp::BudgetExhausted,
         GiveUp::Nested,
+        GiveUp::CircuitOpen,
     ];
 
     /// The reason whose discriminant is `code` (the `arg` of an `onGiveUp`
@@ -308,7 +312,7 @@ mod tests {
             assert_eq!(Timer::from_code(t as u32), Some(t));
         }
         assert_eq!(AbortReason::from_code(5), None);
-        assert_eq!(GiveUp::from_code(5), None);
+        assert_eq!(GiveUp::from_code(6), None);
         assert_eq!(Timer::from_code(3), None);
     }
 }

@@ -159,6 +159,8 @@ pub enum Failure {
     /// The attempt ran past `maxExecutionTime` (with
     /// `retryOnExecutionTimeout`).
     TimedOut,
+    /// A circuit breaker refused the attempt (SPEC §2e): nothing was sent.
+    CircuitOpen,
     /// Anything else: a wrapped `fetch`'s own error, an error thrown by a
     /// hook.
     Other,
@@ -167,9 +169,14 @@ pub enum Failure {
 impl Failure {
     /// Whether another attempt may follow this failure of a request that
     /// `resendable` (see [`HttpPolicy::retries`]): a failing status, the
-    /// network or a per-try timeout, never the caller's own mistake.
+    /// network, a per-try timeout or an open circuit, never the caller's
+    /// own mistake.
     pub const fn retryable(self, resendable: bool) -> bool {
-        resendable && matches!(self, Failure::Status | Failure::Network | Failure::TimedOut)
+        resendable
+            && matches!(
+                self,
+                Failure::Status | Failure::Network | Failure::TimedOut | Failure::CircuitOpen
+            )
     }
 }
 

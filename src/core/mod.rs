@@ -3,7 +3,7 @@
 //! Everything that decides anything lives here and is tested natively with a
 //! fake clock and fixed random numbers: option validation ([`options`]),
 //! delay schedules ([`backoff`]), the jitter generator ([`random`]), the
-//! observable state ([`state`]), the shared retry budget ([`budget`]), the
+//! observable state ([`state`]), the shared retry budget ([`budget`]), the circuit breaker ([`breaker`]), the
 //! `Retry-After` parser ([`retry_after`]), what `retryFetch` decides about
 //! HTTP ([`http`]) and the state machine that ties them together
 //! ([`machine`]), which talks to its host only through [`effect`]s. Beside
@@ -11,6 +11,7 @@
 //! back with numbers, find what they belong to.
 
 pub mod backoff;
+pub mod breaker;
 pub mod budget;
 pub mod effect;
 pub mod http;

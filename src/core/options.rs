@@ -63,10 +63,11 @@ pub enum Opt {
     OnBackoff,
     Hedge,
     OnHedge,
+    Breaker,
 }
 
 /// Every option, in discriminant order.
-pub const ALL_OPTS: [Opt; 33] = [
+pub const ALL_OPTS: [Opt; 34] = [
     Opt::MaxAttempts,
     Opt::Backoff,
     Opt::BaseWait,
@@ -100,6 +101,7 @@ pub const ALL_OPTS: [Opt; 33] = [
     Opt::OnBackoff,
     Opt::Hedge,
     Opt::OnHedge,
+    Opt::Breaker,
 ];
 
 impl Opt {
@@ -150,6 +152,7 @@ impl Opt {
             Opt::OnBackoff => "onBackoff",
             Opt::Hedge => "hedge",
             Opt::OnHedge => "onHedge",
+            Opt::Breaker => "breaker",
         }
     }
 
@@ -229,6 +232,8 @@ pub enum Raw<'a> {
     Object,
     /// A `RetryBudget` of this module, by id.
     Budget(u32),
+    /// A `CircuitBreaker` of this module.
+    Breaker,
     /// An `AbortSignal`.
     Signal,
     /// A symbol, a bigint, or anything else no option accepts.
@@ -267,6 +272,7 @@ pub enum Expect {
     PositiveFiniteNumber,
     FiniteNumber,
     RetryBudget,
+    CircuitBreaker,
     AbortSignal,
     NumberOrFunction,
     NestedValue,
@@ -298,6 +304,7 @@ impl Expect {
             Expect::PositiveFiniteNumber => "a finite number > 0",
             Expect::FiniteNumber => "a finite number",
             Expect::RetryBudget => "a RetryBudget",
+            Expect::CircuitBreaker => "a CircuitBreaker",
             Expect::AbortSignal => "an AbortSignal",
             Expect::NumberOrFunction => "a number or a function",
             Expect::NestedValue => "'retry' or 'passthrough'",
@@ -422,6 +429,8 @@ pub struct Policy {
     pub signal: bool,
     /// The `budget`, by id.
     pub budget: Option<u32>,
+    /// A `breaker` is set (the host holds it).
+    pub breaker: bool,
     /// `seed` for reproducible jitter.
     pub seed: Option<f64>,
     /// `retryOnExecutionTimeout` (default false).
@@ -463,6 +472,7 @@ impl Default for Policy {
             multiplier: DEFAULT_MULTIPLIER,
             signal: false,
             budget: None,
+            breaker: false,
             seed: None,
             retry_on_execution_timeout: false,
             nested: Nested::Retry,
@@ -673,6 +683,13 @@ impl Policy {
                     Raw::Undefined => None,
                     Raw::Budget(id) => Some(id),
                     _ => return Err(type_err(Expect::RetryBudget)),
+                };
+            }
+            Opt::Breaker => {
+                self.breaker = match raw {
+                    Raw::Undefined => false,
+                    Raw::Breaker => true,
+                    _ => return Err(type_err(Expect::CircuitBreaker)),
                 };
             }
             Opt::Seed => {

@@ -5,9 +5,9 @@ use core::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 
-use super::budget_table;
 use super::errors;
 use super::input;
+use super::shared;
 use crate::core::budget::Budget;
 
 /// A retry budget shared by any number of retryers (gRPC retry throttling,
@@ -33,7 +33,7 @@ impl RetryBudget {
             budget: Rc::clone(&budget),
         }
         .into();
-        budget_table::remember(&object, &budget).ok_or_else(|| errors::internal("budget table"))?;
+        shared::remember(&object, budget).ok_or_else(|| errors::internal("budget table"))?;
         Ok(object)
     }
 

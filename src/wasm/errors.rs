@@ -32,8 +32,13 @@ pub fn range_error(message: &str) -> JsValue {
 #[cold]
 #[inline(never)]
 pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
-    if e.opt == Opt::Budget && props::class_name(value).as_deref() == Some("RetryBudget") {
-        return other_engine(e.opt.name(), "RetryBudget");
+    for (opt, class) in [
+        (Opt::Budget, "RetryBudget"),
+        (Opt::Breaker, "CircuitBreaker"),
+    ] {
+        if e.opt == opt && props::class_name(value).as_deref() == Some(class) {
+            return other_engine(e.opt.name(), class);
+        }
     }
     let mut label = String::from(e.opt.name());
     let mut shown = value.clone();
@@ -62,6 +67,8 @@ pub enum Owner {
     Retryer,
     /// `new RetryBudget(options)`.
     Budget,
+    /// `new CircuitBreaker(options)`.
+    Breaker,
 }
 
 impl Owner {
@@ -69,6 +76,7 @@ impl Owner {
         match self {
             Owner::Retryer => "option '",
             Owner::Budget => "RetryBudget option '",
+            Owner::Breaker => "CircuitBreaker option '",
         }
     }
 }

@@ -19,6 +19,7 @@ use js_sys::{Array, ArrayBuffer, Function, Promise};
 use wasm_bindgen::prelude::*;
 use web_sys::{AbortSignal, Blob, FormData, Headers, ReadableStream, UrlSearchParams};
 
+use super::circuit::{self, Circuits};
 use super::engine::{Engine, FetchCall, Kind, SharedBudget};
 use super::entries;
 use super::errors::{self, Owner};
@@ -39,6 +40,7 @@ pub struct FetchCalls {
     plain: Rc<Policy>,
     signalled: Rc<Policy>,
     budget: Option<SharedBudget>,
+    breaker: Option<Rc<Circuits>>,
     http: Rc<HttpPolicy>,
 }
 
@@ -197,6 +199,7 @@ fn configure(options: &JsValue) -> Result<(FetchCalls, Shared), JsValue> {
         plain: Rc::new(policy),
         signalled: Rc::new(signalled),
         budget: extras.budget.flatten(),
+        breaker: extras.breaker.flatten(),
         http: Rc::new(http),
     };
     Ok((
@@ -386,7 +389,15 @@ impl FetchCalls {
         } else {
             Rc::clone(&self.plain)
         };
+        // One circuit per origin (SPEC §2e), worked out only for a call
+        // whose function has a breaker.
+        let origin = match (&self.breaker, &request) {
+            (None, _) => String::new(),
+            (Some(_), Some(r)) => circuit::origin_of(&r.url().into()),
+            (Some(_), None) => circuit::origin_of(&input),
+        };
         let call = FetchCall {
+            origin,
             http: Rc::clone(&self.http),
             fetch: fetch.clone(),
             input,
@@ -401,7 +412,11 @@ impl FetchCalls {
             held: RefCell::new(Vec::new()),
             aborted: Cell::new(None),
         };
-        let engine = Rc::new(Engine::new(policy, self.budget.clone()));
+        let engine = Rc::new(Engine::new(
+            policy,
+            self.budget.clone(),
+            self.breaker.clone(),
+        ));
         let key = props::get(&shared.view, "key")?;
         let me = AsyncRetryer::wrap(Rc::clone(&engine), &fetch, &key, &shared.view)?;
         Ok(engine.execute(&me, Array::new(), Kind::Fetch(Rc::new(call))))

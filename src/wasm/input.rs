@@ -9,14 +9,16 @@ use alloc::vec::Vec;
 use core::cell::RefCell;
 
 use js_sys::{Object, Reflect};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
-use super::budget_table;
+use super::circuit::Circuits;
 use super::entries;
 use super::errors::{self, Owner};
 use super::js;
 use super::nesting;
 use super::props;
+use super::shared;
+use crate::core::breaker::{Breaker, SettingError, Settings, SETTINGS};
 use crate::core::budget::{Budget, BudgetError, DEFAULT_MAX_TOKENS, DEFAULT_TOKEN_RATIO};
 use crate::core::options::{
     self as core_options, ErrorKind, Opt, OptionError, Policy, Raw, Throw, INITIAL_FIELDS,
@@ -33,6 +35,8 @@ pub struct Given {
 pub struct Extras {
     /// `budget` was given: the budget, or `None` when set to `undefined`.
     pub budget: Option<Option<Rc<RefCell<Budget>>>>,
+    /// `breaker` was given: the breaker, or `None` when set to `undefined`.
+    pub breaker: Option<Option<Rc<Circuits>>>,
     /// `initialState.lastResult` and `.lastError`, when given.
     pub last_result: Option<JsValue>,
     pub last_error: Option<JsValue>,
@@ -84,39 +88,94 @@ pub fn build(
     })
 }
 
-/// `maxTokens` and `tokenRatio` of `new RetryBudget(options)`, read once and
-/// checked by the core.
-pub fn budget(options: &JsValue) -> Result<Budget, JsValue> {
-    let (mut max, mut ratio) = (
-        JsValue::from_f64(DEFAULT_MAX_TOKENS),
-        JsValue::from_f64(DEFAULT_TOKEN_RATIO),
-    );
-    entries::read(options, "RetryBudget options", |name, value| {
-        let slot = match name.as_str() {
-            "maxTokens" => &mut max,
-            "tokenRatio" => &mut ratio,
-            _ => return Err(errors::unknown_option(Owner::Budget, &name, &value)),
-        };
-        if !value.is_undefined() {
-            *slot = value;
+/// The entries of a shared object's options (`owner`'s), read once: the
+/// value given for each of `names`, `undefined` where none was; any other
+/// name is a `TypeError`. One copy of the reading loop for both classes.
+#[inline(never)]
+fn named(options: &JsValue, owner: Owner, names: &[&str]) -> Result<Vec<JsValue>, JsValue> {
+    let mut values: Vec<JsValue> = names.iter().map(|_| JsValue::UNDEFINED).collect();
+    let what = match owner {
+        Owner::Breaker => "CircuitBreaker options",
+        _ => "RetryBudget options",
+    };
+    entries::read(options, what, |name, value| {
+        let slot = names.iter().position(|n| *n == name);
+        match slot.and_then(|i| values.get_mut(i)) {
+            Some(slot) => *slot = value,
+            None => return Err(errors::unknown_option(owner, &name, &value)),
         }
         Ok(())
     })?;
-    let number = |name: &str, v: &JsValue| {
-        v.as_f64()
-            .ok_or_else(|| errors::must_be(Owner::Budget, name, BUDGET_WORDS, v, ErrorKind::Type))
-    };
-    let (m, r) = (number("maxTokens", &max)?, number("tokenRatio", &ratio)?);
-    Budget::new(m, r).map_err(|e| {
-        let (name, value) = match e {
-            BudgetError::MaxTokens => ("maxTokens", &max),
-            BudgetError::TokenRatio => ("tokenRatio", &ratio),
-        };
-        errors::must_be(Owner::Budget, name, BUDGET_WORDS, value, ErrorKind::Range)
+    Ok(values)
+}
+
+/// A number option of a shared object, or the `TypeError` naming it.
+fn number_of(owner: Owner, name: &str, words: &str, value: &JsValue) -> Result<f64, JsValue> {
+    value
+        .as_f64()
+        .ok_or_else(|| errors::must_be(owner, name, words, value, ErrorKind::Type))
+}
+
+/// `maxTokens` and `tokenRatio` of `new RetryBudget(options)`, read once and
+/// checked by the core.
+pub fn budget(options: &JsValue) -> Result<Budget, JsValue> {
+    const NAMES: [&str; 2] = ["maxTokens", "tokenRatio"];
+    let given = named(options, Owner::Budget, &NAMES)?;
+    let mut n = [DEFAULT_MAX_TOKENS, DEFAULT_TOKEN_RATIO];
+    for ((slot, name), value) in n.iter_mut().zip(NAMES).zip(&given) {
+        if !value.is_undefined() {
+            *slot = number_of(Owner::Budget, name, BUDGET_WORDS, value)?;
+        }
+    }
+    Budget::new(n[0], n[1]).map_err(|e| {
+        let i = usize::from(e == BudgetError::TokenRatio);
+        let value = given.get(i).cloned().unwrap_or(JsValue::UNDEFINED);
+        let name = NAMES.get(i).copied().unwrap_or_default();
+        errors::must_be(Owner::Budget, name, BUDGET_WORDS, &value, ErrorKind::Range)
     })
 }
 
 const BUDGET_WORDS: &str = "a finite number > 0";
+
+/// `new CircuitBreaker(options)`'s options, read once and checked by the
+/// core: the settings, `onStateChange`, and `breakDuration` when it is a
+/// function.
+pub fn breaker(options: &JsValue) -> Result<Circuits, JsValue> {
+    const NAMES: [&str; 7] = [
+        "failureRatio",
+        "minimumThroughput",
+        "samplingDuration",
+        "consecutiveFailures",
+        "breakDuration",
+        "halfOpenCalls",
+        "onStateChange",
+    ];
+    let given = named(options, Owner::Breaker, &NAMES)?;
+    let mut settings = Settings::default();
+    let mut break_fn = None;
+    for (which, value) in SETTINGS.iter().zip(&given) {
+        if value.is_undefined() {
+        } else if *which == SettingError::BreakDuration && value.is_function() {
+            break_fn = Some(value.clone().unchecked_into());
+        } else {
+            settings.set(*which, number_of(Owner::Breaker, which.name(), which.expected(), value)?);
+        }
+    }
+    let listener = given.last().cloned().unwrap_or(JsValue::UNDEFINED);
+    let listener = match listener.is_undefined() {
+        true => None,
+        false => Some(listener.dyn_into().map_err(|v| {
+            errors::must_be(Owner::Breaker, "onStateChange", "a function", &v, ErrorKind::Type)
+        })?),
+    };
+    settings.dynamic_break = break_fn.is_some();
+    settings.check().map_err(|e| {
+        let i = SETTINGS.iter().position(|w| *w == e).unwrap_or(0);
+        let value = given.get(i).cloned().unwrap_or(JsValue::UNDEFINED);
+        errors::must_be(Owner::Breaker, e.name(), e.expected(), &value, ErrorKind::Range)
+    })?;
+    Ok(Circuits::new(Breaker::new(settings), listener, break_fn))
+}
 
 /// Applies `given` to `policy` (a copy of the current one, or the
 /// defaults), entry by entry, then the cross-option checks. A refused value
@@ -135,7 +194,13 @@ pub fn apply(policy: &mut Policy, given: &[Given]) -> Result<Extras, JsValue> {
                 if props::freed(&g.value) {
                     return Err(errors::freed_option(g.opt.name(), "RetryBudget"));
                 }
-                extras.budget = Some(budget_table::of(&g.value));
+                extras.budget = Some(shared::of(&g.value));
+            }
+            Opt::Breaker => {
+                if props::freed(&g.value) {
+                    return Err(errors::freed_option(g.opt.name(), "CircuitBreaker"));
+                }
+                extras.breaker = Some(shared::of(&g.value));
             }
             Opt::Key => extras.key = Some(g.value.clone()),
             _ => {}
@@ -289,8 +354,12 @@ fn with_raw<T>(value: &JsValue, f: impl FnOnce(Raw<'_>) -> T) -> T {
         Ok(false) => {}
         Err(_) => return f(Raw::Other),
     }
-    if let Some(id) = budget_table::id_of(value) {
-        return f(Raw::Budget(id));
+    // The core only needs to know it is a budget: the retryer holds it.
+    if shared::is::<RefCell<Budget>>(value) {
+        return f(Raw::Budget(0));
+    }
+    if shared::is::<Circuits>(value) {
+        return f(Raw::Breaker);
     }
     if props::is_signal(value) {
         return f(Raw::Signal);

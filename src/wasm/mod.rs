@@ -23,8 +23,6 @@
 
 // The host's functions, as imported.
 mod js;
-// Which JavaScript objects are this module's retry budgets.
-mod budget_table;
 // Reading and classifying JavaScript values.
 mod props;
 // Requests, responses and signals of any realm (retryFetch only).
@@ -38,6 +36,10 @@ mod entries;
 mod entropy;
 // The host's tracing channels (`node:diagnostics_channel`).
 mod tracing;
+// A circuit breaker's circuits, and what it tells of their changes.
+mod circuit;
+// Which JavaScript objects are this module's budgets and breakers.
+mod shared;
 // Which attempt a flow starts in (`nested`, `innerRetries`).
 mod nesting;
 // Options in: read once, validated by the core, shown as `options`.
@@ -50,6 +52,8 @@ mod store;
 mod retryer;
 // (RetryBudget)
 mod budget;
+// (CircuitBreaker, CircuitOpenError)
+mod breaker;
 // (retryFetch: the build with the `fetch` feature)
 #[cfg(feature = "fetch")]
 mod fetch;

@@ -79,6 +79,7 @@ impl AsyncRetryer {
         let engine = Rc::new(Engine::new(
             engine::shared(built.policy),
             extras.budget.flatten(),
+            extras.breaker.flatten(),
         ));
         let key = extras.key.unwrap_or(JsValue::UNDEFINED);
         let me = AsyncRetryer::wrap(Rc::clone(&engine), &fn_, &key, &built.view)?;
@@ -127,7 +128,7 @@ impl AsyncRetryer {
             props::set(&me, "key", &key)?;
         }
         self.engine
-            .set_policy(&me, built.policy, built.extras.budget)
+            .set_policy(&me, built.policy, built.extras.budget, built.extras.breaker)
     }
 
     /// `getAbortSignal()`.

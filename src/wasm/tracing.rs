@@ -8,7 +8,9 @@
 //! - `tracingChannel('retry-wasm:attempt')`: one trace per attempt, the
 //!   attempt's call made inside `start.runStores`, so a store an APM binds
 //!   there is the attempt's own context;
-//! - `channel('retry-wasm:backoff')`: one message per wait.
+//! - `channel('retry-wasm:backoff')`: one message per wait;
+//! - `channel('retry-wasm:breaker')`: one message per change of a
+//!   circuit breaker's circuit (SPEC §2e).
 //!
 //! The module is looked up once; each flow asks whether anyone listens
 //! before it builds anything, and a flow nobody observes costs that one
@@ -34,7 +36,7 @@ let channels;
 export function useChannels(dc) {
   const execute = dc.tracingChannel('retry-wasm:execute');
   const attempt = dc.tracingChannel('retry-wasm:attempt');
-  channels = [execute, attempt, dc.channel('retry-wasm:backoff')];
+  channels = [execute, attempt, dc.channel('retry-wasm:backoff'), dc.channel('retry-wasm:breaker')];
 }
 
 export function observed(lookUp) {
@@ -50,6 +52,21 @@ export function observed(lookUp) {
   } catch {
     return false;
   }
+}
+
+export function breakerObserved(lookUp) {
+  if (lookUp) observed(true);
+  try {
+    return channels !== undefined && channels[3].hasSubscribers;
+  } catch {
+    return false;
+  }
+}
+
+export function breakerChanged(info, _) {
+  try {
+    channels[3].publish(info);
+  } catch {}
 }
 
 export function flowContext(retryer, key, args, request, _) {
@@ -134,6 +151,14 @@ extern "C" {
     /// Whether anyone listens on one of the channels (`look_up`: first
     /// find the host's module).
     fn observed(look_up: bool) -> bool;
+    /// Whether anyone listens on the breaker channel (`look_up`: first
+    /// find the host's module).
+    #[wasm_bindgen(js_name = breakerObserved)]
+    fn breaker_observed_js(look_up: bool) -> bool;
+    /// Publishes a circuit's change on the breaker channel (the number is
+    /// unused, as `flowContext`'s).
+    #[wasm_bindgen(js_name = breakerChanged)]
+    fn breaker_changed_js(info: &JsValue, unused: u32);
     /// `{ retryer, key, args }`, and `request` when given (the last
     /// argument is unused: an import whose arguments and result are all
     /// plain values would be linked to the snippet module itself, and the
@@ -207,6 +232,17 @@ pub fn use_diagnostics_channel(module: JsValue) -> Result<(), JsValue> {
 pub fn observed_now() -> bool {
     let look_up = !LOOKED_UP.with(|l| l.replace(true));
     observed(look_up)
+}
+
+/// Whether anyone listens on `channel('retry-wasm:breaker')` now.
+pub fn breaker_observed() -> bool {
+    let look_up = !LOOKED_UP.with(|l| l.replace(true));
+    breaker_observed_js(look_up)
+}
+
+/// Publishes a circuit's change (SPEC §2e rule 8) on the breaker channel.
+pub fn breaker_changed(info: &JsValue) {
+    breaker_changed_js(info, 0);
 }
 
 /// What an observed flow publishes. A publish never fails the flow: Node's

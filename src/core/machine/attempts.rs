@@ -41,6 +41,9 @@ pub(super) struct Hedged {
     /// whether each timed out (its signal is aborted when its decision is
     /// taken).
     failed: Vec<(u32, bool)>,
+    /// Failed attempts a circuit breaker refused, with the ms until it may
+    /// let one through (SPEC §2e), until their decision takes them.
+    refusals: Vec<(u32, f64)>,
     /// When the next attempt is due (infinite: none is).
     pub(super) next_due: f64,
     /// `next_due` is the end of a `retryAfter` hint: the next attempt is
@@ -61,6 +64,7 @@ impl Hedged {
         Box::new(Hedged {
             running: Vec::new(),
             failed: Vec::new(),
+            refusals: Vec::new(),
             next_due: f64::INFINITY,
             hint: false,
             wait_armed: f64::INFINITY,
@@ -108,6 +112,7 @@ impl Work<'_> {
         }
         flow.attempt = attempt;
         flow.phase = Phase::Attempt;
+        flow.refused = false;
         let gen = flow.gen;
         self.c.state.current_attempt = attempt;
         self.c.state.is_executing = true;
@@ -214,9 +219,18 @@ impl Work<'_> {
     /// Attempt `attempt` of the active hedged flow failed: its decision
     /// waits for its turn.
     #[inline(never)]
-    pub(super) fn hedged_failure(&mut self, attempt: u32, now: f64, budgets: &mut dyn Budgets) {
+    pub(super) fn hedged_failure(
+        &mut self,
+        attempt: u32,
+        refused: Option<f64>,
+        now: f64,
+        budgets: &mut dyn Budgets,
+    ) {
         if let Some(h) = self.b.flow.as_mut().and_then(|f| f.hedge.as_deref_mut()) {
             h.failed.push((attempt, false));
+            if let Some(ms) = refused {
+                h.refusals.push((attempt, ms));
+            }
         }
         self.next_failure(now, budgets);
     }
@@ -452,6 +466,10 @@ impl Work<'_> {
         h.failed.rotate_left(1);
         h.failed.pop();
         flow.phase = Gather::phase(attempt, false);
+        let refusal = h.refusals.iter().position(|r| r.0 == attempt);
+        if let (Some(i), Phase::Gathering(g)) = (refusal, &mut flow.phase) {
+            g.refuse(h.refusals.swap_remove(i).1);
+        }
         if timed_out {
             self.call(gen, Cb::ExecutionTimeout, 0);
             self.emit(Effect::TimeOut { gen, attempt });

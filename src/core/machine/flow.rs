@@ -108,11 +108,14 @@ impl Work<'_> {
 
     /// The attempt `attempt` of flow `gen` rejected (or threw). `abort_error`
     /// says the error's name is `AbortError`: a cancellation, not a failure.
+    /// `refused`: a circuit breaker refused it, and may let one through in
+    /// that many ms.
     pub(super) fn attempt_err(
         &mut self,
         gen: u32,
         attempt: u32,
         abort_error: bool,
+        refused: Option<f64>,
         now: f64,
         budgets: &mut dyn Budgets,
     ) {
@@ -143,13 +146,28 @@ impl Work<'_> {
         self.c.state.has_last_error = true;
         self.touch();
         if hedged {
-            self.hedged_failure(attempt, now, budgets);
+            self.hedged_failure(attempt, refused, now, budgets);
             return;
         }
         if let Some(flow) = self.b.flow.as_mut() {
             flow.phase = super::Gather::phase(flow.attempt, false);
+            if let (Some(ms), Phase::Gathering(g)) = (refused, &mut flow.phase) {
+                g.refuse(ms);
+            }
         }
         self.gather(now, budgets);
+    }
+
+    /// See [`super::Machine::attempt_refused`].
+    pub(super) fn attempt_refused(
+        &mut self,
+        gen: u32,
+        attempt: u32,
+        retry_after: f64,
+        now: f64,
+        budgets: &mut dyn Budgets,
+    ) {
+        self.attempt_err(gen, attempt, false, Some(retry_after), now, budgets);
     }
 
     /// A timer fired.
@@ -269,6 +287,7 @@ impl Work<'_> {
             deadline: now + self.c.policy.max_total_execution_time,
             prev_delay: -1.0,
             listening: self.c.policy.signal,
+            refused: false,
             passthrough,
             forbids_inner,
             hedge: None,
@@ -383,6 +402,13 @@ impl Work<'_> {
     /// wait (a `beforeRetry` hook stopped the flow).
     pub(super) fn conclude(&mut self, flow: &Flow, reason: GiveUp, attempt_failed: bool) {
         let gen = flow.gen;
+        // Whatever ended it, a flow whose final error is a refusal gave
+        // up because the circuit is open (SPEC §2e rule 3).
+        let reason = match reason {
+            GiveUp::Nested => reason,
+            _ if flow.refused => GiveUp::CircuitOpen,
+            _ => reason,
+        };
         self.drop_behind(gen);
         self.clear_timers();
         self.release(flow, None, false, None);

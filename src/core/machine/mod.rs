@@ -69,6 +69,9 @@ struct Flow {
     /// `Option<f64>` would make every retryer 8 bytes larger).
     prev_delay: f64,
     listening: bool,
+    /// The failure last decided about was a circuit breaker's refusal: a
+    /// give-up now reports `'circuit-open'` (SPEC §2e rule 3).
+    refused: bool,
     /// Started inside another retryer's running attempt and passing
     /// through: one attempt, its failure handed straight back.
     passthrough: bool,
@@ -410,7 +413,24 @@ impl Machine {
         now: f64,
         budgets: &mut dyn Budgets,
     ) {
-        self.work(|w| w.attempt_err(gen, attempt, abort_error, now, budgets))
+        self.work(|w| w.attempt_err(gen, attempt, abort_error, None, now, budgets))
+    }
+
+    /// The attempt `attempt` of flow `gen` was refused by a circuit
+    /// breaker, which may let one through in `retry_after` ms (`Infinity`:
+    /// not before a reset). A failed attempt that called nothing: the
+    /// budget is not asked, the hint replaces the backoff and the user's
+    /// `retryAfter`, and a give-up reports `'circuit-open'` (SPEC §2e
+    /// rules 2 and 3).
+    pub fn attempt_refused(
+        &mut self,
+        gen: u32,
+        attempt: u32,
+        retry_after: f64,
+        now: f64,
+        budgets: &mut dyn Budgets,
+    ) {
+        self.work(|w| w.attempt_refused(gen, attempt, retry_after, now, budgets))
     }
 
     /// The attempt `attempt` of flow `gen` fulfilled.

@@ -32,6 +32,9 @@ pub(super) struct Gather {
     retry_after: Option<Option<f64>>,
     custom: Option<f64>,
     hedge: Option<f64>,
+    /// The attempt decided about was refused by a circuit breaker; its
+    /// hint is in `retry_after` (SPEC §2e rule 3).
+    refused: bool,
 }
 
 impl Gather {
@@ -52,7 +55,16 @@ impl Gather {
             retry_after: None,
             custom: None,
             hedge: None,
+            refused: false,
         }))
+    }
+
+    /// The attempt decided about was refused by a circuit breaker that
+    /// may let one through in `ms` (`Infinity`: not before a reset): its
+    /// hint replaces the `retryAfter` function's (SPEC §2e rule 3).
+    pub(super) fn refuse(&mut self, ms: f64) {
+        self.refused = true;
+        self.retry_after = Some(ms.is_finite().then_some(ms));
     }
 }
 
@@ -187,7 +199,13 @@ impl Work<'_> {
             return;
         };
         let (gen, newest, passthrough) = (flow.gen, flow.attempt, flow.passthrough);
-        let Flow { hedge, phase, .. } = flow;
+        let deadline = flow.deadline;
+        let Flow {
+            hedge,
+            phase,
+            refused,
+            ..
+        } = flow;
         let Phase::Gathering(g) = phase else {
             return;
         };
@@ -235,12 +253,21 @@ impl Work<'_> {
             } else {
                 stop
             };
-            if let Some(b) = budget {
+            if g.refused {
+                // Nothing was sent: the budget is not asked. With no
+                // attempt left, or a hint past the deadline (or none before
+                // a reset), the flow gives up at once.
+                let wait = g.retry_after.flatten().unwrap_or(f64::INFINITY);
+                if verdict.is_some() || now + wait >= deadline {
+                    verdict = Some(GiveUp::CircuitOpen);
+                }
+            } else if let Some(b) = budget {
                 b.record_failure();
                 if verdict.is_none() && !b.allows_retry() {
                     verdict = Some(GiveUp::BudgetExhausted);
                 }
             }
+            *refused = g.refused;
             if let Some(h) = hedge.as_deref_mut() {
                 if verdict == Some(GiveUp::BudgetExhausted) {
                     // Once the budget refused, no attempt starts.

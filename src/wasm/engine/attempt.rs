@@ -42,6 +42,26 @@ impl Kind {
         }
     }
 
+    /// The key of the circuit its attempts ask (SPEC §2e): a fetch's
+    /// origin, `''` for a function.
+    pub fn circuit_key(&self) -> &str {
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) => &call.origin,
+            Kind::Function { .. } => "",
+        }
+    }
+
+    /// The wait a circuit's refusal asks for (`ms`, `Infinity` while
+    /// isolated), as a server hint: a fetch's within `maxRetryAfter`.
+    pub fn circuit_hint(&self, ms: f64) -> f64 {
+        match self {
+            #[cfg(feature = "fetch")]
+            Kind::Fetch(call) if ms.is_finite() => ms.min(call.http.max_retry_after),
+            _ => ms,
+        }
+    }
+
     /// Whether a function is called with no arguments.
     pub fn no_args(&self) -> bool {
         matches!(self, Kind::Function { no_args: true })

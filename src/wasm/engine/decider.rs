@@ -1,5 +1,5 @@
-//! A retryer's machine and the budget it draws on, behind the short
-//! borrows every input takes.
+//! A retryer's machine, the budget it draws on and the circuit breaker it
+//! asks, behind the short borrows every input takes.
 //!
 //! Nothing here calls JavaScript while the machine or the budget is
 //! borrowed: the clock (which fake timers replace with user code) is read
@@ -10,6 +10,7 @@
 use alloc::rc::Rc;
 use core::cell::{Cell, RefCell};
 
+use super::super::circuit::Circuits;
 use crate::core::budget::{Budget, Budgets, NoBudgets};
 use crate::core::effect::{Effect, Provided, Timer};
 use crate::core::machine::Machine;
@@ -33,6 +34,13 @@ pub enum Input {
         attempt: u32,
         cancelled: bool,
     },
+    /// The circuit breaker refused the attempt: it may let one through in
+    /// `retry_after` ms.
+    Refused {
+        gen: u32,
+        attempt: u32,
+        retry_after: f64,
+    },
     Timer(Timer),
     Provide {
         gen: u32,
@@ -55,15 +63,38 @@ pub struct Decider {
     /// Taken out and put back, never borrowed: a `Cell` is 4 bytes less a
     /// retryer than a `RefCell`.
     budget: Cell<Option<SharedBudget>>,
+    /// The `breaker` option's circuits, taken out and put back likewise.
+    breaker: Cell<Option<Rc<Circuits>>>,
 }
 
 impl Decider {
     /// A machine with `policy` and the jitter seed `seed`.
-    pub fn new(policy: Rc<Policy>, seed: u64, budget: Option<SharedBudget>) -> Decider {
+    pub fn new(
+        policy: Rc<Policy>,
+        seed: u64,
+        budget: Option<SharedBudget>,
+        breaker: Option<Rc<Circuits>>,
+    ) -> Decider {
         Decider {
             machine: RefCell::new(Machine::new(policy, seed)),
             budget: Cell::new(budget),
+            breaker: Cell::new(breaker),
         }
+    }
+
+    /// Whether the retryer has a circuit breaker (nothing is cloned).
+    pub fn has_breaker(&self) -> bool {
+        let breaker = self.breaker.take();
+        let has = breaker.is_some();
+        self.breaker.set(breaker);
+        has
+    }
+
+    /// The circuit breaker every attempt asks, if the retryer has one.
+    pub fn breaker(&self) -> Option<Rc<Circuits>> {
+        let breaker = self.breaker.take();
+        self.breaker.set(breaker.clone());
+        breaker
     }
 
     /// Runs `f` on the machine.
@@ -113,6 +144,11 @@ impl Decider {
                 attempt,
                 cancelled,
             } => m.attempt_err(gen, attempt, cancelled, now, b),
+            Input::Refused {
+                gen,
+                attempt,
+                retry_after,
+            } => m.attempt_refused(gen, attempt, retry_after, now, b),
             Input::Timer(t) => m.timer_fired(t, now, b),
             Input::Provide { gen, value } => m.provide(gen, value, now, b),
         })
@@ -123,14 +159,18 @@ impl Decider {
         self.read(|m| m.policy().clone())
     }
 
-    /// Replaces the policy and, when `budget` is given, the budget.
+    /// Replaces the policy and, when given, the budget and the breaker.
     pub fn set_policy(
         &self,
         policy: Rc<Policy>,
         budget: Option<Option<SharedBudget>>,
+        breaker: Option<Option<Rc<Circuits>>>,
     ) -> Result<(), InUse> {
         if let Some(b) = budget {
             drop(self.budget.replace(b));
+        }
+        if let Some(b) = breaker {
+            drop(self.breaker.replace(b));
         }
         self.with(|m| m.set_policy(policy))
     }

@@ -11,10 +11,12 @@ use core::cell::Cell;
 use js_sys::Promise;
 use wasm_bindgen::JsValue;
 
+use super::super::circuit;
 use super::super::errors;
 use super::super::nesting;
 use super::super::props;
 use super::decider::{Decider, InUse, Input};
+use super::execution::Execution;
 use super::guards::Listener;
 use super::observers;
 use super::run::Run;
@@ -50,6 +52,9 @@ impl Run {
                 exec.begin(attempt, &|a| {
                     d.read(|m| m.is_running(gen, a)).unwrap_or(false)
                 });
+                if d.has_breaker() && !self.permitted(d, &exec, gen, attempt)? {
+                    return Ok(());
+                }
                 // An observed flow calls inside the attempt channel's
                 // stores, and publishes the attempt's end once it returns.
                 let traced = exec.trace.as_ref().map(|t| t.attempt(attempt));
@@ -88,6 +93,7 @@ impl Run {
             // of a hedged flow's aborts finds them all).
             Effect::AbortAttempt { gen, reason, .. } => {
                 if let Some(exec) = self.find(gen) {
+                    exec.end_permits(None, None, &JsValue::UNDEFINED);
                     exec.kind.aborted(reason);
                     if let Some(t) = exec.trace.as_deref() {
                         t.ended(None, &errors::abort_error(reason.name()), true);
@@ -105,11 +111,14 @@ impl Run {
                     if let Some(t) = exec.trace.as_deref() {
                         t.ended(Some(attempt), &error, false);
                     }
+                    // A timed-out attempt is a failure for the circuit.
+                    exec.end_permits(Some(attempt), Some(false), &error);
                     exec.abort_signal(Some(attempt), &|| error.clone());
                 }
             }
             Effect::CancelAttempt { gen, attempt } => {
                 if let Some(exec) = self.find(gen) {
+                    exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED);
                     if let Some(t) = exec.trace.as_deref() {
                         t.ended(Some(attempt), &errors::abort_error(LOST), true);
                     }
@@ -199,6 +208,7 @@ impl Run {
                 // (user code).
                 if let Some(exec) = self.take(gen) {
                     exec.forget_tokens();
+                    exec.end_permits(None, None, &JsValue::UNDEFINED);
                     let value = match outcome {
                         Outcome::Invalid(opt) => errors::dynamic_error(opt, &exec.invalid.take()),
                         Outcome::Thrown => exec.take_thrown(),
@@ -212,6 +222,64 @@ impl Run {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Attempt `attempt` of flow `gen` asks the circuit breaker for a
+    /// permit (SPEC §2e rule 1): whether it goes on. A refused attempt is
+    /// settled at once; a change the permit made is told, and a listener
+    /// may have ended the flow meanwhile.
+    #[inline(never)]
+    fn permitted(
+        &self,
+        d: &Decider,
+        exec: &Execution,
+        gen: u32,
+        attempt: u32,
+    ) -> Result<bool, JsValue> {
+        let Some(circuits) = d.breaker() else {
+            return Ok(true);
+        };
+        match circuits.permit(exec.kind.circuit_key()) {
+            Ok(Some(permit)) => exec.hold(attempt, permit, circuits),
+            Ok(None) => {}
+            Err(ms) => {
+                self.refuse(d, exec, gen, attempt, ms)?;
+                return Ok(false);
+            }
+        }
+        if d.read(|m| m.is_running(gen, attempt))? {
+            return Ok(true);
+        }
+        exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED);
+        Ok(false)
+    }
+
+    /// Attempt `attempt` of flow `gen` was refused by the circuit breaker,
+    /// which may let one through in `ms`: a failed attempt that called
+    /// nothing, its error a `CircuitOpenError` (SPEC §2e rules 2 and 3).
+    fn refuse(
+        &self,
+        d: &Decider,
+        exec: &Execution,
+        gen: u32,
+        attempt: u32,
+        ms: f64,
+    ) -> Result<(), JsValue> {
+        let error = circuit::open_error(exec.kind.circuit_key(), ms);
+        observers::keep_error(&self.me, &error);
+        if let Some(t) = exec.trace.as_deref() {
+            t.refused(attempt, &error);
+        }
+        exec.kind.took(&error);
+        exec.set_value(error);
+        let hint = exec.kind.circuit_hint(ms);
+        let input = Input::Refused {
+            gen,
+            attempt,
+            retry_after: hint,
+        };
+        d.feed(input, js_sys::Date::now())?;
         Ok(())
     }
 
@@ -264,6 +332,8 @@ impl Run {
                 exec.kind.response(fulfilled, &value),
             );
         }
+        // What the attempt came to, for its circuit (SPEC §2e rule 4).
+        exec.end_permits(Some(attempt), (!cancelled).then_some(fulfilled), &value);
         exec.kind.took(&value);
         exec.set_value(value);
         let input = if fulfilled {
@@ -305,6 +375,7 @@ impl Run {
         let rejected: JsValue = Promise::reject(error).into();
         for exec in self.take_all() {
             exec.forget_tokens();
+            exec.end_permits(None, None, &JsValue::UNDEFINED);
             exec.resolve(&rejected);
         }
     }

@@ -5,6 +5,7 @@
 //! borrow exists to be held while JavaScript runs.
 
 use alloc::boxed::Box;
+use alloc::rc::Rc;
 use alloc::vec::Vec;
 use core::cell::Cell;
 
@@ -12,10 +13,12 @@ use js_sys::{Array, Function};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{AbortController, AbortSignal};
 
+use super::super::circuit::Circuits;
 use super::super::js;
 use super::super::nesting;
 use super::attempt::Kind;
 use super::traced::Traced;
+use crate::core::breaker::Permit;
 
 /// What was made for one attempt: its `AbortController`, once its signal
 /// was asked for, and the token of its nesting context (0: none).
@@ -23,6 +26,14 @@ struct Made {
     attempt: u32,
     controller: Option<AbortController>,
     token: u32,
+}
+
+/// A permit an attempt holds, and the breaker it came from (which a
+/// `setOptions` may have replaced since: the permit still goes back to it).
+struct Held {
+    attempt: u32,
+    permit: Permit,
+    circuits: Rc<Circuits>,
 }
 
 /// A flow's JavaScript side.
@@ -53,6 +64,9 @@ pub struct Execution {
     /// What it publishes on the tracing channels, when observed. Boxed: a
     /// flow nobody observes is one pointer larger, not a trace larger.
     pub trace: Option<Box<Traced>>,
+    /// The circuit breaker's permits of its running attempts (SPEC §2e):
+    /// empty, and not allocated, without a breaker.
+    permits: Cell<Vec<Held>>,
 }
 
 impl Execution {
@@ -73,6 +87,58 @@ impl Execution {
             invalid: Cell::new(JsValue::UNDEFINED),
             made: Cell::new(Vec::new()),
             trace: trace.map(Box::new),
+            permits: Cell::new(Vec::new()),
+        }
+    }
+
+    /// Attempt `attempt` holds `permit` of `circuits` while it runs.
+    pub fn hold(&self, attempt: u32, permit: Permit, circuits: Rc<Circuits>) {
+        let mut permits = self.permits.take();
+        permits.push(Held {
+            attempt,
+            permit,
+            circuits,
+        });
+        self.permits.set(permits);
+    }
+
+    /// Attempt `attempt` (every attempt when `None`) ended: the permit it
+    /// held, if any, is recorded in its circuit as a success or a failure
+    /// with `value` (`outcome`), or given back with nothing to record
+    /// (`None`: cancelled, lost, or the flow ended). Inlined only as far as
+    /// the check a flow without a breaker stops at.
+    #[inline(always)]
+    pub fn end_permits(&self, attempt: Option<u32>, outcome: Option<bool>, value: &JsValue) {
+        let permits = self.permits.take();
+        if permits.is_empty() {
+            return;
+        }
+        self.end_held(permits, attempt, outcome, value);
+    }
+
+    #[inline(never)]
+    fn end_held(
+        &self,
+        mut permits: Vec<Held>,
+        attempt: Option<u32>,
+        outcome: Option<bool>,
+        value: &JsValue,
+    ) {
+        let mut ended = Vec::new();
+        permits.retain(|h| {
+            let hit = attempt.is_none_or(|want| want == h.attempt);
+            if hit {
+                ended.push((h.permit, Rc::clone(&h.circuits)));
+            }
+            !hit
+        });
+        self.permits.set(permits);
+        // Out of the list first: recording may tell a listener (user code).
+        for (permit, circuits) in ended {
+            match outcome {
+                Some(ok) => circuits.record(permit, ok, value),
+                None => circuits.release(permit),
+            }
         }
     }
 

@@ -88,6 +88,9 @@ enum Fate {
 
 /// One call's request and what its flow learnt.
 pub struct FetchCall {
+    /// The request's origin: its circuit's key when the function has a
+    /// breaker (SPEC §2e), else empty.
+    pub origin: alloc::string::String,
     pub http: Rc<HttpPolicy>,
     pub fetch: Function,
     pub input: JsValue,
@@ -369,6 +372,8 @@ impl FetchCall {
         let name = props::get(error, "name").ok().and_then(|n| n.as_string());
         if name.as_deref() == Some("TimeoutError") {
             Failure::TimedOut
+        } else if name.as_deref() == Some("CircuitOpenError") {
+            Failure::CircuitOpen
         } else if !error.has_type::<js_sys::TypeError>() && name.as_deref() != Some("TypeError") {
             // (By name too: a fetch of another realm rejects with that
             // realm's TypeError.)

@@ -46,6 +46,7 @@ use js_sys::{Array, Function, Promise};
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
 
+use super::circuit::Circuits;
 use super::errors;
 use super::nesting::{self, Running};
 use super::props;
@@ -97,10 +98,14 @@ impl Running for Engine {
 }
 
 impl Engine {
-    /// A retryer with a validated `policy` and `budget`.
-    pub fn new(policy: Rc<Policy>, budget: Option<SharedBudget>) -> Engine {
+    /// A retryer with a validated `policy`, `budget` and `breaker`.
+    pub fn new(
+        policy: Rc<Policy>,
+        budget: Option<SharedBudget>,
+        breaker: Option<Rc<Circuits>>,
+    ) -> Engine {
         Engine {
-            decider: Decider::new(policy, super::entropy::next_seed(), budget),
+            decider: Decider::new(policy, super::entropy::next_seed(), budget, breaker),
             run: Cell::new(None),
             shown: Cell::new(0),
         }
@@ -252,15 +257,16 @@ impl Engine {
         Ok(self.decider.policy()?)
     }
 
-    /// `setOptions`: the new policy and, when given, budget, already
-    /// validated.
+    /// `setOptions`: the new policy and, when given, budget and breaker,
+    /// already validated.
     pub fn set_policy(
         self: &Rc<Self>,
         me: &JsValue,
         policy: Policy,
         budget: Option<Option<SharedBudget>>,
+        breaker: Option<Option<Rc<Circuits>>>,
     ) -> Result<(), JsValue> {
-        self.decider.set_policy(shared(policy), budget)?;
+        self.decider.set_policy(shared(policy), budget, breaker)?;
         self.hint_enabled(me);
         self.pump(me);
         Ok(())

@@ -95,6 +95,15 @@ impl Traced {
         Channels.settle(Traces::Attempt, &context, !fulfilled);
     }
 
+    /// Attempt `attempt` starts and is refused at once by the circuit
+    /// breaker with `error`: its trace begins and ends without a call.
+    pub fn refused(&self, attempt: u32, error: &JsValue) {
+        let (channels, context) = self.attempt(attempt);
+        channels.begin(Traces::Attempt, &context);
+        channels.end(Traces::Attempt, &context);
+        self.settled(attempt, false, error, None);
+    }
+
     /// The engine ended attempt `attempt` (every open one when `None`)
     /// with `error`: it timed out, or, when `aborted`, it was cut short.
     pub fn ended(&self, attempt: Option<u32>, error: &JsValue, aborted: bool) {

@@ -1,0 +1,319 @@
+//! A circuit breaker's JavaScript side (SPEC §2e): the core's circuits
+//! (`core::breaker`), its `breakDuration` function and `onStateChange`,
+//! and what each change tells: the listener, `channel('retry-wasm:breaker')`.
+//!
+//! Every decision is the core's; this file reads the clock, lends the
+//! circuits for one call at a time, and tells a change only once the
+//! borrow is over, since what it calls is user code that may call the
+//! breaker again.
+
+use alloc::string::String;
+use core::cell::{OnceCell, RefCell};
+
+use js_sys::{Function, Object, WeakRef};
+use wasm_bindgen::prelude::*;
+
+use super::tracing;
+use crate::core::breaker::{Breaker, CircuitState, Permit, Transition, DEFAULT_BREAK_DURATION};
+
+#[wasm_bindgen(inline_js = r#"
+const CLASS = Symbol.for('retry-wasm.CircuitOpenError');
+
+function made() {
+  return class CircuitOpenError extends Error {
+    constructor(key = '', retryAfter = 0) {
+      const where = key === '' ? 'the circuit' : `the circuit for ${key}`;
+      const when = retryAfter === Infinity ? 'isolated until reset'
+        : `open; a probe may go in ${Math.ceil(retryAfter)} ms`;
+      super(`retry-wasm: ${where} is ${when}`);
+      this.name = 'CircuitOpenError';
+      this.key = key;
+      this.retryAfter = retryAfter;
+    }
+  };
+}
+
+// One class per realm, whichever engine made it first, so `instanceof`
+// holds for a refusal of either build a page loads.
+let CircuitOpenError;
+try {
+  CircuitOpenError = globalThis[CLASS] ??= made();
+} catch {
+  CircuitOpenError = made();
+}
+
+export function openErrorClass(_) {
+  return CircuitOpenError;
+}
+
+export function refusal(key, retryAfter) {
+  return new CircuitOpenError(key, retryAfter);
+}
+
+const ratio = (failures, calls) => (calls > 0 ? failures / calls : 0);
+
+export function change(key, from, to, reason, failures, calls, breakDuration) {
+  return { key, from, to, reason, failures, calls, failureRatio: ratio(failures, calls), breakDuration };
+}
+
+export function look(into, key, state, calls, failures, retryAfter) {
+  into[key] = { state, calls, failures, failureRatio: ratio(failures, calls), retryAfter };
+}
+
+let warned;
+
+// A breaker's callback that fails is said once, as a warning; the call
+// whose attempt made the change goes on.
+function failed(what, e) {
+  if (warned) return;
+  warned = true;
+  const text = `retry-wasm: a CircuitBreaker's ${what}`;
+  try {
+    const p = globalThis.process;
+    if (typeof p?.emitWarning === 'function') p.emitWarning(text, { code: 'RETRY_WASM_BREAKER', detail: String(e?.stack ?? e) });
+    else globalThis.console?.warn?.(text, e);
+  } catch {}
+}
+
+export function tell(info, listener, self, _) {
+  try {
+    listener(info, self?.deref());
+  } catch (e) {
+    failed('onStateChange threw; the circuit changed all the same', e);
+  }
+}
+
+export function originOf(url) {
+  try {
+    return new URL(String(url), globalThis.location?.href).origin;
+  } catch {
+    return '';
+  }
+}
+
+export function askBreak(f, key, failures, calls, halfOpenAttempts, error) {
+  try {
+    const ms = f({ key, failures, calls, failureRatio: ratio(failures, calls), halfOpenAttempts, error });
+    if (typeof ms === 'number' && ms >= 0 && ms < Infinity) return ms;
+    failed(`breakDuration returned ${String(ms)}, not a finite number >= 0; the circuit opens for 5000 ms`);
+  } catch (e) {
+    failed('breakDuration threw; the circuit opens for 5000 ms', e);
+  }
+  return -1;
+}
+"#)]
+extern "C" {
+    /// The `CircuitOpenError` class of this realm. (Each import here whose
+    /// arguments and result are all values wasm-bindgen passes as they are
+    /// takes an unused number: else it would be linked to the snippet
+    /// module itself, and the build wants every import to go through the
+    /// glue.)
+    #[wasm_bindgen(js_name = openErrorClass)]
+    fn open_error_class_js(unused: u32) -> JsValue;
+    /// `new CircuitOpenError(key, retryAfter)`.
+    fn refusal(key: &str, retry_after: f64) -> JsValue;
+    /// What `onStateChange` and the channel receive.
+    #[allow(clippy::too_many_arguments)]
+    fn change(
+        key: &str,
+        from: &str,
+        to: &str,
+        reason: &str,
+        failures: u32,
+        calls: u32,
+        break_duration: f64,
+    ) -> JsValue;
+    /// `into[key] = { state, calls, failures, failureRatio, retryAfter }`.
+    fn look(into: &Object, key: &str, state: &str, calls: u32, failures: u32, retry_after: f64);
+    /// `listener(info, self.deref())`, a throw warned about once.
+    fn tell(info: &JsValue, listener: &Function, me: Option<WeakRef>, unused: u32);
+    /// `new URL(url, location).origin`, or `''` for no URL.
+    #[cfg(feature = "fetch")]
+    #[wasm_bindgen(js_name = originOf)]
+    fn origin_js(url: &JsValue) -> String;
+    /// The `breakDuration` function's answer, or -1 when it threw or gave
+    /// no finite number >= 0 (warned about once).
+    #[wasm_bindgen(js_name = askBreak)]
+    fn ask_break(
+        f: &Function,
+        key: &str,
+        failures: u32,
+        calls: u32,
+        half_open_attempts: u32,
+        error: &JsValue,
+    ) -> f64;
+}
+
+/// The `CircuitOpenError` class of this realm.
+pub fn open_error_class() -> JsValue {
+    open_error_class_js(0)
+}
+
+/// The error of an attempt the circuit for `key` refused: it may let one
+/// through in `retry_after` ms (`Infinity`: isolated).
+pub fn open_error(key: &str, retry_after: f64) -> JsValue {
+    refusal(key, retry_after)
+}
+
+/// The circuit key of a `retryFetch` request for `url`: its origin, as
+/// `new URL(url).origin` gives it (against the page's location where there
+/// is one).
+#[cfg(feature = "fetch")]
+pub fn origin_of(url: &JsValue) -> String {
+    origin_js(url)
+}
+
+/// One `CircuitBreaker`: shared by every retryer and `retryFetch` given it.
+pub struct Circuits {
+    core: RefCell<Breaker>,
+    /// `onStateChange`.
+    listener: Option<Function>,
+    /// `breakDuration`, when it is a function.
+    break_fn: Option<Function>,
+    /// The breaker's own object, weakly: `onStateChange`'s second
+    /// argument. Weak, or the breaker would hold itself in wasm-bindgen's
+    /// table (a GC root) and never be collected.
+    me: OnceCell<WeakRef>,
+}
+
+impl Circuits {
+    /// A breaker with validated settings and its functions.
+    pub fn new(core: Breaker, listener: Option<Function>, break_fn: Option<Function>) -> Circuits {
+        Circuits {
+            core: RefCell::new(core),
+            listener,
+            break_fn,
+            me: OnceCell::new(),
+        }
+    }
+
+    /// `object` is the breaker's own object (kept only for a listener).
+    pub fn know(&self, object: &JsValue) {
+        if self.listener.is_some() {
+            let _ = self.me.set(WeakRef::new(object.unchecked_ref()));
+        }
+    }
+
+    /// An attempt for `key` asks to go now (§2e rule 1): `Ok(Some)` with
+    /// its permit, `Err(ms)` refused. `Ok(None)` only if the circuits are
+    /// in use, which no path allows: the attempt then goes unrecorded.
+    pub fn permit(&self, key: &str) -> Result<Option<Permit>, f64> {
+        let now = js_sys::Date::now();
+        let Ok(mut core) = self.core.try_borrow_mut() else {
+            return Ok(None);
+        };
+        let (out, change) = core.permit(key, now);
+        drop(core);
+        if let Some(t) = change {
+            self.changed(t, &JsValue::UNDEFINED);
+        }
+        out.map(Some)
+    }
+
+    /// The attempt holding `permit` ended now, a success when `ok`; a
+    /// failure's `error` is what a `breakDuration` function is shown.
+    pub fn record(&self, permit: Permit, ok: bool, error: &JsValue) {
+        let now = js_sys::Date::now();
+        let change = match self.core.try_borrow_mut() {
+            Ok(mut core) => core.record(permit, ok, now),
+            Err(_) => None,
+        };
+        if let Some(t) = change {
+            self.changed(t, error);
+        }
+    }
+
+    /// The attempt holding `permit` ended with nothing to record.
+    pub fn release(&self, permit: Permit) {
+        if let Ok(mut core) = self.core.try_borrow_mut() {
+            core.release(permit);
+        }
+    }
+
+    /// `isolate(key)` (`reset` when `reset`).
+    pub fn force(&self, key: &str, reset: bool) {
+        let now = js_sys::Date::now();
+        let change = match self.core.try_borrow_mut() {
+            Ok(mut core) if reset => core.reset(key, now),
+            Ok(mut core) => core.isolate(key, now),
+            Err(_) => None,
+        };
+        if let Some(t) = change {
+            self.changed(t, &JsValue::UNDEFINED);
+        }
+    }
+
+    /// `state(key)` now.
+    pub fn state(&self, key: &str) -> &'static str {
+        let now = js_sys::Date::now();
+        self.core
+            .try_borrow()
+            .map_or(CircuitState::Closed, |c| c.state(key, now))
+            .name()
+    }
+
+    /// `snapshot()`: every key seen, with its circuit now.
+    pub fn snapshot(&self) -> Object {
+        let now = js_sys::Date::now();
+        let into = Object::new();
+        if let Ok(core) = self.core.try_borrow() {
+            for i in 0..core.len() as u32 {
+                if let Some((state, calls, failures, retry_after)) = core.look(i, now) {
+                    look(
+                        &into,
+                        core.key(i),
+                        state.name(),
+                        calls,
+                        failures,
+                        retry_after,
+                    );
+                }
+            }
+        }
+        into
+    }
+
+    /// Tells change `t` (after asking a `breakDuration` function how long
+    /// an opening lasts): `onStateChange`, then the channel.
+    fn changed(&self, mut t: Transition, error: &JsValue) {
+        let Some(key) = self
+            .core
+            .try_borrow()
+            .ok()
+            .map(|c| String::from(c.key(t.circuit)))
+        else {
+            return;
+        };
+        if let (CircuitState::Open, Some(f)) = (t.to, self.break_fn.as_ref()) {
+            let asked = ask_break(f, &key, t.failures, t.calls, t.half_open_attempts, error);
+            let ms = if asked < 0.0 {
+                DEFAULT_BREAK_DURATION
+            } else {
+                asked
+            };
+            if let Ok(mut core) = self.core.try_borrow_mut() {
+                core.set_break(t.circuit, t.epoch, ms);
+            }
+            t.break_duration = ms;
+        }
+        let listened = tracing::breaker_observed();
+        if self.listener.is_none() && !listened {
+            return;
+        }
+        let info = change(
+            &key,
+            t.from.name(),
+            t.to.name(),
+            t.why.name(),
+            t.failures,
+            t.calls,
+            t.break_duration,
+        );
+        if let Some(listener) = self.listener.as_ref() {
+            tell(&info, listener, self.me.get().cloned(), 0);
+        }
+        if listened {
+            tracing::breaker_changed(&info);
+        }
+    }
+}
