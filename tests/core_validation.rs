@@ -353,6 +353,7 @@ fn undefined_means_not_set() {
         (Opt::OnBackoff, Raw::Function),
         (Opt::Hedge, n(50.0)),
         (Opt::OnHedge, Raw::Function),
+        (Opt::Breaker, Raw::Breaker),
     ];
     assert_eq!(non_default.len(), ALL_OPTS.len());
     for (opt, raw) in non_default {
