@@ -391,6 +391,19 @@ impl Breaker {
         Some((c.state(now), calls, failures, retry_after))
     }
 
+    /// A permit for an attempt for `key`, when its circuit is closed: the
+    /// one answer that needs no clock, so a host asks this first and reads
+    /// its clock only for the other states ([`Breaker::permit`]).
+    pub fn closed_permit(&mut self, key: &str) -> Option<Permit> {
+        let i = self.index(key);
+        let c = self.circuits.get(i)?;
+        (c.phase == Phase::Closed).then_some(Permit {
+            circuit: i as u32,
+            epoch: c.epoch,
+            probe: false,
+        })
+    }
+
     /// An attempt for `key` asks to go at `now` (§2e rule 1): a permit, or
     /// the ms until the circuit may let one through (`Infinity` while
     /// isolated). An open circuit whose break has ended turns half-open,
@@ -448,8 +461,12 @@ impl Breaker {
                     };
                 }
                 b.calls = b.calls.saturating_add(1);
-                b.failures = b.failures.saturating_add(u32::from(!ok));
-                c.in_a_row = if ok { 0 } else { c.in_a_row.saturating_add(1) };
+                if ok {
+                    c.in_a_row = 0;
+                    return None;
+                }
+                b.failures = b.failures.saturating_add(1);
+                c.in_a_row = c.in_a_row.saturating_add(1);
                 let (calls, failures) = c.window(slice);
                 let by_ratio = f64::from(calls) >= s.minimum_throughput
                     // failures / calls, as SPEC §2e words it and as
@@ -460,7 +477,7 @@ impl Breaker {
                     && f64::from(failures) / f64::from(calls) >= s.failure_ratio;
                 let by_run = s.consecutive_failures >= 1.0
                     && f64::from(c.in_a_row) >= s.consecutive_failures;
-                if ok || !(by_ratio || by_run) {
+                if !(by_ratio || by_run) {
                     return None;
                 }
                 Why::Tripped

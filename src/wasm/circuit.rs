@@ -194,26 +194,30 @@ impl Circuits {
         }
     }
 
-    /// An attempt for `key` asks to go now (§2e rule 1): `Ok(Some)` with
-    /// its permit, `Err(ms)` refused. `Ok(None)` only if the circuits are
-    /// in use, which no path allows: the attempt then goes unrecorded.
-    pub fn permit(&self, key: &str) -> Result<Option<Permit>, f64> {
-        let now = js_sys::Date::now();
+    /// An attempt for `key` asks to go now (§2e rule 1): `Ok` with its
+    /// permit (`None` only if the circuits are in use, which no path
+    /// allows: the attempt then goes unrecorded) and whether a change was
+    /// told (a listener ran), `Err(ms)` refused. A closed circuit answers
+    /// without the clock.
+    pub fn permit(&self, key: &str) -> Result<(Option<Permit>, bool), f64> {
         let Ok(mut core) = self.core.try_borrow_mut() else {
-            return Ok(None);
+            return Ok((None, false));
         };
-        let (out, change) = core.permit(key, now);
+        if let Some(p) = core.closed_permit(key) {
+            return Ok((Some(p), false));
+        }
+        let (out, change) = core.permit(key, js_sys::Date::now());
         drop(core);
+        let told = change.is_some();
         if let Some(t) = change {
             self.changed(t, &JsValue::UNDEFINED);
         }
-        out.map(Some)
+        out.map(|p| (Some(p), told))
     }
 
-    /// The attempt holding `permit` ended now, a success when `ok`; a
+    /// The attempt holding `permit` ended at `now`, a success when `ok`; a
     /// failure's `error` is what a `breakDuration` function is shown.
-    pub fn record(&self, permit: Permit, ok: bool, error: &JsValue) {
-        let now = js_sys::Date::now();
+    pub fn record(&self, permit: Permit, ok: bool, error: &JsValue, now: f64) {
         let change = match self.core.try_borrow_mut() {
             Ok(mut core) => core.record(permit, ok, now),
             Err(_) => None,

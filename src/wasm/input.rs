@@ -158,21 +158,36 @@ pub fn breaker(options: &JsValue) -> Result<Circuits, JsValue> {
         } else if *which == SettingError::BreakDuration && value.is_function() {
             break_fn = Some(value.clone().unchecked_into());
         } else {
-            settings.set(*which, number_of(Owner::Breaker, which.name(), which.expected(), value)?);
+            settings.set(
+                *which,
+                number_of(Owner::Breaker, which.name(), which.expected(), value)?,
+            );
         }
     }
     let listener = given.last().cloned().unwrap_or(JsValue::UNDEFINED);
     let listener = match listener.is_undefined() {
         true => None,
         false => Some(listener.dyn_into().map_err(|v| {
-            errors::must_be(Owner::Breaker, "onStateChange", "a function", &v, ErrorKind::Type)
+            errors::must_be(
+                Owner::Breaker,
+                "onStateChange",
+                "a function",
+                &v,
+                ErrorKind::Type,
+            )
         })?),
     };
     settings.dynamic_break = break_fn.is_some();
     settings.check().map_err(|e| {
         let i = SETTINGS.iter().position(|w| *w == e).unwrap_or(0);
         let value = given.get(i).cloned().unwrap_or(JsValue::UNDEFINED);
-        errors::must_be(Owner::Breaker, e.name(), e.expected(), &value, ErrorKind::Range)
+        errors::must_be(
+            Owner::Breaker,
+            e.name(),
+            e.expected(),
+            &value,
+            ErrorKind::Range,
+        )
     })?;
     Ok(Circuits::new(Breaker::new(settings), listener, break_fn))
 }

@@ -93,7 +93,7 @@ impl Run {
             // of a hedged flow's aborts finds them all).
             Effect::AbortAttempt { gen, reason, .. } => {
                 if let Some(exec) = self.find(gen) {
-                    exec.end_permits(None, None, &JsValue::UNDEFINED);
+                    exec.end_permits(None, None, &JsValue::UNDEFINED, 0.0);
                     exec.kind.aborted(reason);
                     if let Some(t) = exec.trace.as_deref() {
                         t.ended(None, &errors::abort_error(reason.name()), true);
@@ -112,13 +112,13 @@ impl Run {
                         t.ended(Some(attempt), &error, false);
                     }
                     // A timed-out attempt is a failure for the circuit.
-                    exec.end_permits(Some(attempt), Some(false), &error);
+                    exec.end_permits(Some(attempt), Some(false), &error, js_sys::Date::now());
                     exec.abort_signal(Some(attempt), &|| error.clone());
                 }
             }
             Effect::CancelAttempt { gen, attempt } => {
                 if let Some(exec) = self.find(gen) {
-                    exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED);
+                    exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED, 0.0);
                     if let Some(t) = exec.trace.as_deref() {
                         t.ended(Some(attempt), &errors::abort_error(LOST), true);
                     }
@@ -208,7 +208,7 @@ impl Run {
                 // (user code).
                 if let Some(exec) = self.take(gen) {
                     exec.forget_tokens();
-                    exec.end_permits(None, None, &JsValue::UNDEFINED);
+                    exec.end_permits(None, None, &JsValue::UNDEFINED, 0.0);
                     let value = match outcome {
                         Outcome::Invalid(opt) => errors::dynamic_error(opt, &exec.invalid.take()),
                         Outcome::Thrown => exec.take_thrown(),
@@ -240,18 +240,23 @@ impl Run {
         let Some(circuits) = d.breaker() else {
             return Ok(true);
         };
-        match circuits.permit(exec.kind.circuit_key()) {
-            Ok(Some(permit)) => exec.hold(attempt, permit, circuits),
-            Ok(None) => {}
+        let told = match circuits.permit(exec.kind.circuit_key()) {
+            Ok((permit, told)) => {
+                if let Some(p) = permit {
+                    exec.hold(attempt, p, circuits);
+                }
+                told
+            }
             Err(ms) => {
                 self.refuse(d, exec, gen, attempt, ms)?;
                 return Ok(false);
             }
-        }
-        if d.read(|m| m.is_running(gen, attempt))? {
+        };
+        // A listener told of a change may have ended the flow.
+        if !told || d.read(|m| m.is_running(gen, attempt))? {
             return Ok(true);
         }
-        exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED);
+        exec.end_permits(Some(attempt), None, &JsValue::UNDEFINED, 0.0);
         Ok(false)
     }
 
@@ -333,7 +338,9 @@ impl Run {
             );
         }
         // What the attempt came to, for its circuit (SPEC §2e rule 4).
-        exec.end_permits(Some(attempt), (!cancelled).then_some(fulfilled), &value);
+        let now = js_sys::Date::now();
+        let outcome = (!cancelled).then_some(fulfilled);
+        exec.end_permits(Some(attempt), outcome, &value, now);
         exec.kind.took(&value);
         exec.set_value(value);
         let input = if fulfilled {
@@ -345,7 +352,7 @@ impl Run {
                 cancelled,
             }
         };
-        d.feed(input, js_sys::Date::now())
+        d.feed(input, now)
     }
 
     /// The `beforeRetry` hook before attempt `attempt` of flow `gen`
@@ -375,7 +382,7 @@ impl Run {
         let rejected: JsValue = Promise::reject(error).into();
         for exec in self.take_all() {
             exec.forget_tokens();
-            exec.end_permits(None, None, &JsValue::UNDEFINED);
+            exec.end_permits(None, None, &JsValue::UNDEFINED, 0.0);
             exec.resolve(&rejected);
         }
     }

@@ -65,8 +65,11 @@ pub struct Execution {
     /// flow nobody observes is one pointer larger, not a trace larger.
     pub trace: Option<Box<Traced>>,
     /// The circuit breaker's permits of its running attempts (SPEC §2e):
-    /// empty, and not allocated, without a breaker.
-    permits: Cell<Vec<Held>>,
+    /// the first in a slot (a flow that does not hedge has one at most),
+    /// the others of a hedged flow in a list. Empty, and not allocated,
+    /// without a breaker.
+    permit: Cell<Option<Held>>,
+    more_permits: Cell<Vec<Held>>,
 }
 
 impl Execution {
@@ -87,59 +90,79 @@ impl Execution {
             invalid: Cell::new(JsValue::UNDEFINED),
             made: Cell::new(Vec::new()),
             trace: trace.map(Box::new),
-            permits: Cell::new(Vec::new()),
+            permit: Cell::new(None),
+            more_permits: Cell::new(Vec::new()),
         }
     }
 
     /// Attempt `attempt` holds `permit` of `circuits` while it runs.
     pub fn hold(&self, attempt: u32, permit: Permit, circuits: Rc<Circuits>) {
-        let mut permits = self.permits.take();
-        permits.push(Held {
+        let held = Held {
             attempt,
             permit,
             circuits,
-        });
-        self.permits.set(permits);
+        };
+        match self.permit.take() {
+            None => self.permit.set(Some(held)),
+            Some(first) => {
+                self.permit.set(Some(first));
+                let mut more = self.more_permits.take();
+                more.push(held);
+                self.more_permits.set(more);
+            }
+        }
     }
 
-    /// Attempt `attempt` (every attempt when `None`) ended: the permit it
-    /// held, if any, is recorded in its circuit as a success or a failure
-    /// with `value` (`outcome`), or given back with nothing to record
-    /// (`None`: cancelled, lost, or the flow ended). Inlined only as far as
-    /// the check a flow without a breaker stops at.
+    /// Attempt `attempt` (every attempt when `None`) ended at `now`: the
+    /// permit it held, if any, is recorded in its circuit as a success or a
+    /// failure with `value` (`outcome`), or given back with nothing to
+    /// record (`None`: cancelled, lost, or the flow ended). Inlined only as
+    /// far as the check a flow without a breaker stops at.
     #[inline(always)]
-    pub fn end_permits(&self, attempt: Option<u32>, outcome: Option<bool>, value: &JsValue) {
-        let permits = self.permits.take();
-        if permits.is_empty() {
+    pub fn end_permits(
+        &self,
+        attempt: Option<u32>,
+        outcome: Option<bool>,
+        value: &JsValue,
+        now: f64,
+    ) {
+        let first = self.permit.take();
+        if first.is_none() {
             return;
         }
-        self.end_held(permits, attempt, outcome, value);
+        self.end_held(first, attempt, outcome, value, now);
     }
 
     #[inline(never)]
     fn end_held(
         &self,
-        mut permits: Vec<Held>,
+        first: Option<Held>,
         attempt: Option<u32>,
         outcome: Option<bool>,
         value: &JsValue,
+        now: f64,
     ) {
-        let mut ended = Vec::new();
-        permits.retain(|h| {
-            let hit = attempt.is_none_or(|want| want == h.attempt);
-            if hit {
-                ended.push((h.permit, Rc::clone(&h.circuits)));
+        let hit = |h: &Held| attempt.is_none_or(|want| want == h.attempt);
+        let end = |h: Held| match outcome {
+            Some(ok) => h.circuits.record(h.permit, ok, value, now),
+            None => h.circuits.release(h.permit),
+        };
+        let more = self.more_permits.take();
+        if more.is_empty() {
+            // One permit at most: a flow that does not hedge.
+            match first {
+                Some(h) if hit(&h) => end(h),
+                other => self.permit.set(other),
             }
-            !hit
-        });
-        self.permits.set(permits);
-        // Out of the list first: recording may tell a listener (user code).
-        for (permit, circuits) in ended {
-            match outcome {
-                Some(ok) => circuits.record(permit, ok, value),
-                None => circuits.release(permit),
-            }
+            return;
         }
+        // Out of the execution first: recording may tell a listener (user
+        // code). The permits left fill the first slot again.
+        let (ended, rest): (Vec<Held>, Vec<Held>) = first.into_iter().chain(more).partition(hit);
+        let mut rest = rest.into_iter();
+        self.permit.set(rest.next());
+        self.more_permits.set(rest.collect());
+        ended.into_iter().for_each(end);
     }
 
     /// A copy of the latest outcome (the execution keeps its own).
