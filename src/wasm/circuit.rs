@@ -75,9 +75,21 @@ function failed(what, e) {
   } catch {}
 }
 
-export function tell(info, listener, self, _) {
+// The functions live on the breaker's own object, not in the engine's
+// table of values (a GC root): a listener that closes over its breaker
+// would keep it alive forever.
+export function keep(breaker, listener, breakDuration, _) {
+  Object.defineProperties(breaker, {
+    _onStateChange: { value: listener },
+    _breakDuration: { value: breakDuration },
+  });
+}
+
+export function tell(info, self, _) {
+  const breaker = self.deref();
+  if (breaker === undefined) return;
   try {
-    listener(info, self?.deref());
+    breaker._onStateChange(info, breaker);
   } catch (e) {
     failed('onStateChange threw; the circuit changed all the same', e);
   }
@@ -91,9 +103,11 @@ export function originOf(url) {
   }
 }
 
-export function askBreak(f, key, failures, calls, halfOpenAttempts, error) {
+export function askBreak(self, key, failures, calls, halfOpenAttempts, error) {
+  const breaker = self.deref();
+  if (breaker === undefined) return -1;
   try {
-    const ms = f({ key, failures, calls, failureRatio: ratio(failures, calls), halfOpenAttempts, error });
+    const ms = breaker._breakDuration({ key, failures, calls, failureRatio: ratio(failures, calls), halfOpenAttempts, error });
     if (typeof ms === 'number' && ms >= 0 && ms < Infinity) return ms;
     failed(`breakDuration returned ${String(ms)}, not a finite number >= 0; the circuit opens for 5000 ms`);
   } catch (e) {
@@ -125,8 +139,12 @@ extern "C" {
     ) -> JsValue;
     /// `into[key] = { state, calls, failures, failureRatio, retryAfter }`.
     fn look(into: &Object, key: &str, state: &str, calls: u32, failures: u32, retry_after: f64);
-    /// `listener(info, self.deref())`, a throw warned about once.
-    fn tell(info: &JsValue, listener: &Function, me: Option<WeakRef>, unused: u32);
+    /// Keeps `onStateChange` and a `breakDuration` function on the
+    /// breaker's object.
+    fn keep(breaker: &JsValue, listener: &JsValue, break_fn: &JsValue, unused: u32);
+    /// `onStateChange(info, breaker)` of the breaker `me` refers to, a
+    /// throw warned about once.
+    fn tell(info: &JsValue, me: &WeakRef, unused: u32);
     /// `new URL(url, location).origin`, or `''` for no URL.
     #[cfg(feature = "fetch")]
     #[wasm_bindgen(js_name = originOf)]
@@ -135,7 +153,7 @@ extern "C" {
     /// no finite number >= 0 (warned about once).
     #[wasm_bindgen(js_name = askBreak)]
     fn ask_break(
-        f: &Function,
+        me: &WeakRef,
         key: &str,
         failures: u32,
         calls: u32,
@@ -167,29 +185,41 @@ pub fn origin_of(url: &JsValue) -> String {
 pub struct Circuits {
     core: RefCell<Breaker>,
     /// `onStateChange`.
-    listener: Option<Function>,
+    /// There is an `onStateChange` (kept on the breaker's object).
+    listener: bool,
     /// `breakDuration`, when it is a function.
-    break_fn: Option<Function>,
-    /// The breaker's own object, weakly: `onStateChange`'s second
-    /// argument. Weak, or the breaker would hold itself in wasm-bindgen's
-    /// table (a GC root) and never be collected.
+    /// `breakDuration` is a function (kept on the breaker's object).
+    break_fn: bool,
+    /// The breaker's own object, weakly, where its functions are: weak, or
+    /// the breaker would hold itself in wasm-bindgen's table (a GC root)
+    /// and never be collected. (While any retryer uses the breaker, its
+    /// options hold the object.)
     me: OnceCell<WeakRef>,
+    /// The functions, until [`Circuits::know`] puts them on the object.
+    functions: core::cell::Cell<Option<(JsValue, JsValue)>>,
 }
 
 impl Circuits {
     /// A breaker with validated settings and its functions.
     pub fn new(core: Breaker, listener: Option<Function>, break_fn: Option<Function>) -> Circuits {
+        let (has_listener, has_break) = (listener.is_some(), break_fn.is_some());
+        let functions = (has_listener || has_break).then(|| {
+            let f = |f: Option<Function>| f.map_or(JsValue::UNDEFINED, JsValue::from);
+            (f(listener), f(break_fn))
+        });
         Circuits {
             core: RefCell::new(core),
-            listener,
-            break_fn,
+            listener: has_listener,
+            break_fn: has_break,
             me: OnceCell::new(),
+            functions: core::cell::Cell::new(functions),
         }
     }
 
-    /// `object` is the breaker's own object (kept only for a listener).
+    /// `object` is the breaker's own object: its functions go there.
     pub fn know(&self, object: &JsValue) {
-        if self.listener.is_some() {
+        if let Some((listener, break_fn)) = self.functions.take() {
+            keep(object, &listener, &break_fn, 0);
             let _ = self.me.set(WeakRef::new(object.unchecked_ref()));
         }
     }
@@ -288,8 +318,8 @@ impl Circuits {
         else {
             return;
         };
-        if let (CircuitState::Open, Some(f)) = (t.to, self.break_fn.as_ref()) {
-            let asked = ask_break(f, &key, t.failures, t.calls, t.half_open_attempts, error);
+        if let (CircuitState::Open, true, Some(me)) = (t.to, self.break_fn, self.me.get()) {
+            let asked = ask_break(me, &key, t.failures, t.calls, t.half_open_attempts, error);
             let ms = if asked < 0.0 {
                 DEFAULT_BREAK_DURATION
             } else {
@@ -301,7 +331,7 @@ impl Circuits {
             t.break_duration = ms;
         }
         let listened = tracing::breaker_observed();
-        if self.listener.is_none() && !listened {
+        if !self.listener && !listened {
             return;
         }
         let info = change(
@@ -313,8 +343,8 @@ impl Circuits {
             t.calls,
             t.break_duration,
         );
-        if let Some(listener) = self.listener.as_ref() {
-            tell(&info, listener, self.me.get().cloned(), 0);
+        if let (true, Some(me)) = (self.listener, self.me.get()) {
+            tell(&info, me, 0);
         }
         if listened {
             tracing::breaker_changed(&info);
