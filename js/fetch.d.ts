@@ -1,6 +1,6 @@
 // Types of `retry-wasm/fetch`: the whole API of `retry-wasm` (index.d.ts)
 // and `retryFetch`, which only this entry exports.
-import type { AsyncRetryer, AsyncRetryerOptions } from './index.js';
+import type { AsyncRetryer, AsyncRetryerOptions, CircuitBreaker } from './index.js';
 
 export * from './index.js';
 
@@ -21,6 +21,19 @@ export interface RetryFetchOptions extends Omit<AsyncRetryerOptions<typeof fetch
    * @default undefined (one attempt at a time)
    */
   hedge?: number | ((attempt: number, retryer: AsyncRetryer<typeof fetch>) => number);
+  /**
+   * A circuit breaker shared by many calls and retryers, with one circuit
+   * per origin (`new URL(url).origin` of the request), so a dead host does
+   * not stop calls to the others. Every attempt asks for a permit before it
+   * is sent. A response whose status is not in `statusCodes` (a `404`
+   * too) is a success; a status in `statusCodes`, retried or not, and a
+   * network error are failures; an attempt the caller aborts or a hedge
+   * beat records nothing. After a refusal the next attempt waits the
+   * circuit's `retryAfter`, within `maxRetryAfter`; a call whose last
+   * attempt was refused rejects with the `CircuitOpenError`.
+   * @default undefined (no breaker)
+   */
+  breaker?: CircuitBreaker;
   /** Methods sent again; POST and PATCH also when the request has an `Idempotency-Key` header. @default ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'] */
   methods?: readonly string[];
   /** Statuses that make an attempt fail (then retried, or returned when retries run out). @default [408, 429, 500, 502, 503, 504] */
@@ -68,7 +81,8 @@ export interface HTTPError extends Error {
 /**
  * `fetch` with retries, with `fetch`'s own signature: resolves a `Response`
  * (the last one when retries run out on a retryable status), rejects as
- * `fetch` does (a network `TypeError`, the caller's abort reason). Each call
+ * `fetch` does (a network `TypeError`, the caller's abort reason), or with
+ * a `CircuitOpenError` when the `breaker` refused the last attempt. Each call
  * is its own flow. Defaults: `maxAttempts: 3`, `baseWait: 300`, `jitter: 'full'`.
  */
 export declare function retryFetch(

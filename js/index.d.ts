@@ -23,8 +23,12 @@ export type AnyAsyncFunction = (...args: any[]) => any;
 /** Why a flow was aborted: pacer's four reasons, and `'signal'` when the `signal` option aborted it. */
 export type AbortReason = 'manual' | 'new-execution' | 'execution-timeout' | 'total-timeout' | 'signal';
 
-/** Why a flow ended in failure. */
-export type GiveUpReason = 'attempts-exhausted' | 'not-retryable' | 'execution-timeout' | 'budget-exhausted' | 'nested';
+/**
+ * Why a flow ended in failure. `'circuit-open'`: the final error is a
+ * `CircuitOpenError` (the `breaker` refused the last attempt, or the wait
+ * it asked for was `Infinity` or would cross `maxTotalExecutionTime`).
+ */
+export type GiveUpReason = 'attempts-exhausted' | 'not-retryable' | 'execution-timeout' | 'budget-exhausted' | 'nested' | 'circuit-open';
 
 /** What `onBackoff` is told about a wait that starts. */
 export interface BackoffInfo {
@@ -172,6 +176,17 @@ export interface AsyncRetryerOptions<TFn extends AnyAsyncFunction> {
   signal?: AbortSignal;
   /** A budget shared by many retryers against retry storms. @default undefined (no budget) */
   budget?: RetryBudget;
+  /**
+   * A circuit breaker shared by many retryers, `asyncRetry` functions and
+   * `retryFetch` functions. Every attempt (the first, each retry, each
+   * hedged one) asks it for a permit before the function is called; these
+   * flows use its circuit of key `''`. A refused attempt calls nothing and
+   * fails with a `CircuitOpenError`: it counts toward `maxAttempts`, costs
+   * no `budget` token, and the next attempt waits its `retryAfter` instead
+   * of the backoff (the `retryAfter` option is not asked about it).
+   * @default undefined (no breaker)
+   */
+  breaker?: CircuitBreaker;
   /** Makes the jitter sequence reproducible. @default undefined (seeded once per module from the host's randomness) */
   seed?: number;
   /** A timed-out attempt counts as a failed attempt and the flow retries. @default false */
@@ -328,6 +343,134 @@ export declare class RetryBudget {
   [Symbol.dispose](): void;
 }
 
+/**
+ * A circuit's state. `'half-open'`: its break has ended and probes may go
+ * (an open circuit past its break reads `'half-open'` before any probe
+ * asked); `'isolated'`: held open by `isolate()` until `reset()`.
+ */
+export type CircuitState = 'closed' | 'open' | 'half-open' | 'isolated';
+
+/** Why a circuit changed state. */
+export type CircuitChangeReason = 'tripped' | 'break-ended' | 'probe-failed' | 'probe-succeeded' | 'isolated' | 'reset';
+
+/**
+ * A transition, as `onStateChange` and `channel('retry-wasm:breaker')`
+ * receive it. The counts are the circuit's window when it happened.
+ */
+export interface CircuitChange {
+  /** The circuit: `''` for `AsyncRetryer` and `asyncRetry` flows, the request's origin for `retryFetch`. */
+  key: string;
+  /** The state left. */
+  from: CircuitState;
+  /** The state entered. */
+  to: CircuitState;
+  /** What caused it. */
+  reason: CircuitChangeReason;
+  /** Failed attempts in the window. */
+  failures: number;
+  /** Attempts recorded in the window. */
+  calls: number;
+  /** `failures / calls`, 0 when there are no calls. */
+  failureRatio: number;
+  /** ms the circuit stays open, when it opens. */
+  breakDuration: number;
+}
+
+/** What a `breakDuration` function is asked with, each time a circuit opens. */
+export interface CircuitBreakInfo {
+  /** The circuit that opens. */
+  key: string;
+  /** Failed attempts in its window. */
+  failures: number;
+  /** Attempts recorded in its window. */
+  calls: number;
+  /** `failures / calls`, 0 when there are no calls. */
+  failureRatio: number;
+  /** How many probes in a row have failed: 0 when a closed circuit trips, one more at each failed probe. */
+  halfOpenAttempts: number;
+  /** What the attempt that opened it failed with, as it was. */
+  error: unknown;
+}
+
+/** One circuit in `snapshot()`. */
+export interface CircuitSnapshot {
+  /** Its state now. */
+  state: CircuitState;
+  /** Attempts recorded in its window. */
+  calls: number;
+  /** Failed attempts in its window. */
+  failures: number;
+  /** `failures / calls`, 0 when there are no calls. */
+  failureRatio: number;
+  /** ms until an open circuit lets a probe through; `Infinity` when isolated, 0 otherwise. */
+  retryAfter: number;
+}
+
+/** Options of a `CircuitBreaker`; all optional. */
+export interface CircuitBreakerOptions {
+  /** A closed circuit opens when failures / calls in the window reach this (0 < r <= 1), with at least `minimumThroughput` calls. @default 0.5 */
+  failureRatio?: number;
+  /** The fewest calls in the window for `failureRatio` to open the circuit; an integer >= 1. @default 10 */
+  minimumThroughput?: number;
+  /** The window in ms: 10 buckets of `samplingDuration / 10`; an attempt counts in the bucket of the time it ended. @default 30000 */
+  samplingDuration?: number;
+  /** Also open after this many failed attempts in a row, whatever the ratio; an integer >= 1. @default undefined (not set) */
+  consecutiveFailures?: number;
+  /**
+   * ms an open circuit refuses before it lets a probe through, or a
+   * function asked each time it opens. A function that throws or answers a
+   * value that is not a finite number >= 0 opens it for 5000 ms.
+   * @default 5000
+   */
+  breakDuration?: number | ((info: CircuitBreakInfo) => number);
+  /** How many probes a half-open circuit lets through in all (a cancelled probe's permit goes back); all must succeed to close it. @default 1 */
+  halfOpenCalls?: number;
+  /** After every transition. What it throws changes nothing. @default undefined */
+  onStateChange?: (change: CircuitChange, breaker: CircuitBreaker) => void;
+}
+
+/**
+ * A circuit breaker shared by retryers (the `breaker` option): one circuit
+ * per key, closed, open for a break after too many failures, then
+ * half-open while probes find out whether the callee is back. It owns no
+ * timer; transitions happen when an attempt asks or ends, on `Date.now()`.
+ * Keys are strings; another value is a `TypeError`.
+ */
+export declare class CircuitBreaker {
+  constructor(options?: CircuitBreakerOptions);
+  /** The state of circuit `key` now, without taking a probe. @default key '' */
+  state(key?: string): CircuitState;
+  /** Holds circuit `key` open until `reset(key)`. @default key '' */
+  isolate(key?: string): void;
+  /** Closes circuit `key` and clears its window. @default key '' */
+  reset(key?: string): void;
+  /** A plain object from each key seen to its circuit. */
+  snapshot(): Record<string, CircuitSnapshot>;
+  /**
+   * Frees the breaker's own handle now rather than at garbage collection;
+   * retryers using it keep it. Calling it again does nothing; its methods
+   * afterwards throw an `Error` saying it was freed, and handing it to a
+   * retryer is a `TypeError`.
+   */
+  free(): void;
+  /** `free()`, so that `using breaker = new CircuitBreaker()` works. */
+  [Symbol.dispose](): void;
+}
+
+/**
+ * What an attempt a circuit refused fails with: nothing was called. One
+ * class per realm, so `instanceof` holds for refusals of either entry.
+ */
+export declare class CircuitOpenError extends Error {
+  constructor(key?: string, retryAfter?: number);
+  /** Always `'CircuitOpenError'`. */
+  name: 'CircuitOpenError';
+  /** The circuit that refused: `''`, or the request's origin for `retryFetch`. */
+  key: string;
+  /** ms until the circuit may let a probe through (the break duration while its probes run); `Infinity` when isolated. */
+  retryAfter: number;
+}
+
 /** Wraps `fn` in one retryer and returns its bound `execute`. */
 export declare function asyncRetry<TFn extends AnyAsyncFunction>(
   fn: TFn,
@@ -351,7 +494,7 @@ export declare function parseRetryAfter(
  * (browsers): an object shaped like Node's `node:diagnostics_channel`
  * module, whose `channel(name)` and `tracingChannel(name)` the engine
  * publishes every flow on (`retry-wasm:execute`, `retry-wasm:attempt`,
- * `retry-wasm:backoff`). `retry-wasm/otel` calls it itself; in Node, Deno,
+ * `retry-wasm:backoff`) and every circuit transition on `retry-wasm:breaker`. `retry-wasm/otel` calls it itself; in Node, Deno,
  * Bun and workerd the host's module is used without it.
  */
 export declare function useDiagnosticsChannel(dc: {

@@ -26,6 +26,12 @@ pub const DEFAULT_BREAK_DURATION: f64 = 5_000.0;
 pub const DEFAULT_HALF_OPEN_CALLS: f64 = 1.0;
 /// The window is this many buckets of `samplingDuration / BUCKETS` ms.
 pub const BUCKETS: usize = 10;
+/// An attempt that asks this close to the end of a break (ms) counts as
+/// after it: a host timer set for the refusal's `retryAfter` can fire up to
+/// a millisecond before the wall clock reaches the time it was set for
+/// (Node's timers run on a monotonic clock), and that attempt would be
+/// refused again, 1 ms early.
+pub const CLOCK_SLACK: f64 = 1.0;
 /// The least hint, ms, of a half-open circuit whose probes are all out
 /// (otherwise its break duration).
 pub const MIN_HALF_OPEN_HINT: f64 = 1.0;
@@ -411,7 +417,8 @@ impl Breaker {
     pub fn permit(&mut self, key: &str, now: f64) -> (Result<Permit, f64>, Option<Transition>) {
         let i = self.index(key);
         let mut change = None;
-        if matches!(self.circuits.get(i).map(|c| c.phase), Some(Phase::Open { until }) if now >= until)
+        let ended = |until: f64| now + CLOCK_SLACK >= until;
+        if matches!(self.circuits.get(i).map(|c| c.phase), Some(Phase::Open { until }) if ended(until))
         {
             change = Some(self.change(i, Why::BreakEnded, now));
         }

@@ -37,6 +37,11 @@ pub fn option_error(e: OptionError, value: &JsValue) -> JsValue {
         (Opt::Breaker, "CircuitBreaker"),
     ] {
         if e.opt == opt && props::class_name(value).as_deref() == Some(class) {
+            // One of this module's that was freed is no longer known as
+            // one; only an object that never was is another engine's.
+            if props::freed(value) {
+                return freed_option(e.opt.name(), class);
+            }
             return other_engine(e.opt.name(), class);
         }
     }
