@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Side-by-side benchmarks of retry-wasm against @tanstack/pacer, p-retry,
-// cockatiel, exponential-backoff and async-retry, and of retryFetch against
-// ky and got (the http case). See bench/README.md.
+// cockatiel, exponential-backoff and async-retry, of retryFetch against
+// ky and got (the http case), and of retryFetch's circuit breaker against
+// cockatiel's (the breaker case). See bench/README.md.
 //
-//   node bench/run.mjs [--quick] [--cases=success,fail-once,trace,load,http,hedge,memory,import,size]
+//   node bench/run.mjs [--quick] [--cases=success,fail-once,trace,load,http,hedge,breaker,memory,import,size]
 //                      [--rounds=N] [--sample-ms=N] [--flows=N] [--passes=N]
 //                      [--load-runs=N] [--http-requests=N] [--http-runs=N]
 //                      [--http-chunk=N] [--trace-rounds=N]
-//                      [--hedge-requests=N]
+//                      [--hedge-requests=N] [--breaker-runs=N]
 //                      [--libs=id,id,...] [--json-out=FILE] [--stub-clock]
 //
 // Prints tables of medians and ratios, then (last line) one JSON object with
@@ -30,6 +31,7 @@ import { measureSizes, formatSizes } from './size.mjs';
 import { runImportCase } from './cases/import.mjs';
 import { TRACE_SETUPS, runTraceCase } from './cases/trace.mjs';
 import { HEDGE_CONFIGS, TAIL, runHedgeCase } from './cases/hedge.mjs';
+import { BREAKER_CONFIGS, OUTAGE, POLICY as BREAKER_POLICY, runBreakerCase } from './cases/breaker.mjs';
 import { REPO_ROOT } from './lib/retry-wasm.mjs';
 
 // gc() before every sample needs --expose-gc: re-run ourselves with it.
@@ -53,7 +55,7 @@ const quick = flag('quick');
 // none). Only the success case, whose flows arm no timer.
 const stubClock = flag('stub-clock');
 const config = {
-  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,trace,load,http,hedge,memory,import,size').split(',').map((s) => s.trim()),
+  cases: opt('cases', stubClock ? 'success' : 'success,fail-once,trace,load,http,hedge,breaker,memory,import,size').split(',').map((s) => s.trim()),
   rounds: Number(opt('rounds', quick ? 6 : 30)),
   sampleMs: Number(opt('sample-ms', quick ? 10 : 20)),
   warmupMs: quick ? 60 : 200,
@@ -64,6 +66,7 @@ const config = {
   httpRuns: Number(opt('http-runs', quick ? 2 : 8)),
   httpChunk: Number(opt('http-chunk', 100)),
   hedgeRequests: Number(opt('hedge-requests', quick ? 200 : 2000)),
+  breakerRuns: Number(opt('breaker-runs', quick ? 1 : 5)),
   memoryExecutions: quick ? 100_000 : 1_000_000,
   memoryRetryers: quick ? 20_000 : 200_000,
   importRounds: Number(opt('import-rounds', quick ? 5 : 20)),
@@ -124,7 +127,7 @@ const perCallAdapters = [...baselineAdapters(), ...rwAdapters, ...peers];
 const labelOf = Object.fromEntries([...perCallAdapters].map((a) => [a.id, a.label]));
 const peerIds = peers.map((a) => a.id);
 
-const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, trace: null, load: null, http: null, hedge: null, memory: null, import: null, size: null, ratios: {} };
+const report = { bench: 'retry-wasm', date: new Date().toISOString(), machine, config, retryWasm, perCall: {}, trace: null, load: null, http: null, hedge: null, breaker: null, memory: null, import: null, size: null, ratios: {} };
 let failed = false;
 
 // ---------------------------------------------------------------- per-call cases
@@ -199,6 +202,25 @@ if (config.cases.includes('hedge')) {
     const hedge = await runHedgeCase({ requests: config.hedgeRequests, log });
     if (Object.keys(hedge.errors).length) failed = true;
     report.hedge = hedge;
+    log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
+}
+
+// ---------------------------------------------------------------- breaker case
+// retry-wasm's retryFetch with a CircuitBreaker (alone, and with a
+// RetryBudget) and cockatiel's circuit breaker inside its retry policy,
+// against a backend that dies and recovers; retryFetch without a breaker
+// as the reference.
+if (config.cases.includes('breaker')) {
+  if (!rw.mod) log(`\n[breaker] skipped: retry-wasm is not available`);
+  else if (only && !only.includes('retry-wasm') && !only.includes('cockatiel')) log(`\n[breaker] skipped: --libs leaves out retry-wasm and cockatiel`);
+  else {
+    log(`\n[breaker] ${OUTAGE.calls} calls, one every ${OUTAGE.everyMs} ms, to a local backend that fails every request (503) from ${OUTAGE.downAtMs} to ${OUTAGE.upAtMs}-${OUTAGE.upAtMs + (OUTAGE.upShifts - 1) * OUTAGE.upShiftMs} ms (by run); ` +
+      `${BREAKER_CONFIGS.length} configurations one after another, ${config.breakerRuns} runs...`);
+    const t0 = performance.now();
+    const breaker = await runBreakerCase({ runs: config.breakerRuns, log });
+    if (Object.keys(breaker.errors).length) failed = true;
+    report.breaker = breaker;
     log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }
 }
@@ -368,6 +390,22 @@ if (report.hedge) {
   log(table(['retryFetch', 'p50', 'p90', 'p99', 'p99.9', 'max', 'requests/call', 'notes'], rows, 'lrrrrrrl'));
 }
 
+if (report.breaker) {
+  const { results, errors, runs, skipped } = report.breaker;
+  const range = (sum, digits = 0) => (sum && sum.n ? (sum.n > 1 && sum.min !== sum.max ? `${fmtNum(sum.median, digits)} (${fmtNum(sum.min, digits)}-${fmtNum(sum.max, digits)})` : fmtNum(sum.median, digits)) : '—');
+  const rows = BREAKER_CONFIGS.map((c) => {
+    const r = results[c.id];
+    const note = (errors[c.id] ?? errors.breaker ?? (skipped ? `skipped: ${skipped}` : '')).split('\n')[0].slice(0, 100);
+    if (!r) return [c.label, '—', '—', '—', '—', '—', '—', '—', note];
+    return [c.label, range(r.requests), range(r.duringOutage), range(r.succeeded), range(r.failed), range(r.failedFast), range(r.recoverMs), range(r.opened), note];
+  });
+  log(`\nBreaker: ${OUTAGE.calls} calls (one every ${OUTAGE.everyMs} ms) per configuration and run; the backend fails every request from ${OUTAGE.downAtMs} ms to its recovery at ${OUTAGE.upAtMs} ms + ${OUTAGE.upShiftMs} ms × (run mod ${OUTAGE.upShifts}); ` +
+    `${BREAKER_POLICY.attempts} attempts, exponential backoff from ${BREAKER_POLICY.baseWaitMs} ms, no jitter; circuits open at >= ${BREAKER_POLICY.failureRatio} of >= ${BREAKER_POLICY.minimumThroughput} calls in ${BREAKER_POLICY.samplingMs} ms, for ${BREAKER_POLICY.breakMs} ms; ` +
+    `medians of ${runs} runs (min-max)`);
+  log(table(['configuration', 'requests sent', 'to the dead backend', 'calls succeeded', 'calls failed', 'failed fast', 'recover ms', 'opened', 'notes'], rows, 'lrrrrrrrl'));
+  log(`failed fast: the breaker refused the call's last attempt (CircuitOpenError, BrokenCircuitError), no request sent for it; recover ms: from the backend's recovery to the first call that succeeded after it.`);
+}
+
 if (report.memory) {
   const { results, errors, targetBytes } = report.memory;
   const rows = [];
@@ -506,7 +544,7 @@ if (ratioRows.length) {
     log(`  http: paired by run (the libraries take turns chunk by chunk within a run): retry-wasm is ${parts.join(', ')}`);
   }
 } else {
-  if (!report.trace?.results.off && !report.hedge?.results.hedged) log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
+  if (!report.trace?.results.off && !report.hedge?.results.hedged && !report.breaker?.results['rw-breaker']) log(`  (no retry-wasm figures: ${rw.mod ? 'retry-wasm not selected or no case selected' : 'retry-wasm not available'})`);
   for (const c of perCallCases) {
     const { results } = report.perCall[c];
     const best = fastestPeer(results, (r) => r.median, (r) => !r.timerBound);
@@ -525,6 +563,19 @@ if (report.hedge?.results.plain && report.hedge.results.hedged) {
   ratios.hedge = { p99Plain: plain.latency.p99, p99Hedged: hedged.latency.p99, p999Plain: plain.latency.p999, p999Hedged: hedged.latency.p999, requestsPerCall: hedged.requestsPerCall };
   log(`  hedge: p99 ${fmtNum(plain.latency.p99)} -> ${fmtNum(hedged.latency.p99)} ms, p99.9 ${fmtNum(plain.latency.p999)} -> ${fmtNum(hedged.latency.p999)} ms, ` +
     `for ${fmtNum(hedged.requestsPerCall, 3)} requests per call (targets: p99 under 100 ms, at most 1.10)`);
+}
+if (report.breaker?.results['rw-breaker'] && report.breaker.results.cockatiel) {
+  const { results } = report.breaker;
+  const w = results['rw-breaker'];
+  const k = results.cockatiel;
+  ratios.breaker = {
+    requests: w.requests.median, cockatielRequests: k.requests.median,
+    failedFast: w.failedFast.median, cockatielFailedFast: k.failedFast.median,
+    succeeded: w.succeeded.median, cockatielSucceeded: k.succeeded.median,
+    recoverMs: w.recoverMs.median, cockatielRecoverMs: k.recoverMs.median,
+  };
+  log(`  breaker: retryFetch + CircuitBreaker sent ${fmtInt(w.requests.median)} requests (${fmtInt(w.duringOutage.median)} to the dead backend), ${fmtInt(w.succeeded.median)} calls succeeded, ${fmtInt(w.failedFast.median)} failed fast, recovered in ${fmtInt(w.recoverMs.median)} ms; ` +
+    `cockatiel ${fmtInt(k.requests.median)} (${fmtInt(k.duringOutage.median)}), ${fmtInt(k.succeeded.median)}, ${fmtInt(k.failedFast.median)}, ${fmtInt(k.recoverMs.median)} ms (medians)`);
 }
 if (unhandled.length) {
   failed = true;

@@ -8,7 +8,10 @@
 // and without Idempotency-Key, a body resent intact, a caller abort), and
 // with hedged attempts against a slow tail (both latency distributions). Then
 // twenty clients hammer a dead backend, first each on its own, then sharing
-// one RetryBudget. The run ends with a summary table and one machine-readable
+// one RetryBudget. Then 300 calls meet a backend that dies and comes back,
+// through retryFetch with a RetryBudget only and with a CircuitBreaker beside
+// it: the requests that reached it, the calls that failed, and when the
+// probe closed the circuit. The run ends with a summary table and one machine-readable
 // line:
 //
 //   DEMO-RESULT {"ok":true,...}
@@ -18,7 +21,7 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { startFlakyServer } from './server.mjs';
+import { startFlakyServer, startOutageBackend } from './server.mjs';
 import { c, println, Timeline, table, sparkline, ms, visibleLength } from './timeline.mjs';
 
 const demoStart = performance.now();
@@ -41,7 +44,7 @@ try {
   println(`DEMO-RESULT ${JSON.stringify({ ok: false, error: `import failed: ${error?.message ?? error}` })}`);
   process.exit(1);
 }
-const { AsyncRetryer, RetryBudget, parseRetryAfter, retryFetch } = lib;
+const { AsyncRetryer, CircuitBreaker, CircuitOpenError, RetryBudget, parseRetryAfter, retryFetch } = lib;
 
 // ── fetch, HTTP errors and the retry policy ─────────────────────────────────
 
@@ -819,6 +822,227 @@ async function storm(server, { clients, budget }) {
   return { requests, reasons, elapsed: ended - started };
 }
 
+// ── the circuit breaker ─────────────────────────────────────────────────────
+
+// One schedule for both runs: the backend answers for 400 ms, fails every
+// request for 1.2 s, then answers again; a call starts every 8 ms.
+const OUTAGE = { calls: 300, every: 8, downAt: 400, downFor: 1200 };
+// Scaled down from the defaults (a 30 s window, a 5 s break) so the whole
+// outage, its trips and probes fit in a few seconds.
+const BREAKER_OPTIONS = { failureRatio: 0.5, minimumThroughput: 10, samplingDuration: 1000, breakDuration: 250 };
+const OUTAGE_FETCH = { maxAttempts: 3, baseWait: 50 };
+const COLUMN_MS = 50;
+
+/**
+ * OUTAGE.calls calls through one retryFetch (a call every OUTAGE.every ms,
+ * each not waiting for the others) against a backend of its own; with
+ * `withBreaker`, a CircuitBreaker beside the RetryBudget.
+ */
+async function outageRun(withBreaker) {
+  const backend = await startOutageBackend({ downAt: OUTAGE.downAt, downFor: OUTAGE.downFor });
+  const changes = [];
+  let t0 = 0;
+  const breaker = withBreaker
+    ? new CircuitBreaker({
+        ...BREAKER_OPTIONS,
+        onStateChange: (change) => changes.push({ t: performance.now() - t0, ...change }),
+      })
+    : undefined;
+  const budget = new RetryBudget({ maxTokens: 10, tokenRatio: 0.1 });
+  const reasons = {};
+  const call = retryFetch({
+    ...OUTAGE_FETCH,
+    budget,
+    ...(breaker ? { breaker } : {}),
+    onGiveUp: (_error, reason) => {
+      reasons[reason] = (reasons[reason] ?? 0) + 1;
+    },
+  });
+  t0 = backend.start();
+  const calls = await Promise.all(
+    Array.from({ length: OUTAGE.calls }, async (_, i) => {
+      // Started on a fixed schedule, whatever the earlier calls are doing.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, t0 + i * OUTAGE.every - performance.now())));
+      const start = performance.now() - t0;
+      try {
+        const response = await call(`${backend.url}/items/${i}`);
+        await response.text();
+        return { start, end: performance.now() - t0, outcome: response.ok ? 'ok' : String(response.status) };
+      } catch (error) {
+        return { start, end: performance.now() - t0, outcome: error instanceof CircuitOpenError ? 'circuit-open' : error?.name ?? 'Error' };
+      }
+    }),
+  );
+  await backend.close();
+  const snapshot = breaker?.snapshot();
+  breaker?.free();
+  budget.free();
+  return { backend, calls, changes, reasons, snapshot };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.floor((s.length - 1) / 2)] : NaN;
+};
+
+function outageFigures(run) {
+  const { backend, calls, changes } = run;
+  const failed = calls.filter((x) => x.outcome !== 'ok');
+  const fast = calls.filter((x) => x.outcome === 'circuit-open');
+  const firstOk = Math.min(...calls.filter((x) => x.outcome === 'ok' && x.end >= backend.upAt).map((x) => x.end));
+  const closed = changes.find((x) => x.to === 'closed' && x.reason === 'probe-succeeded' && x.t >= backend.upAt);
+  return {
+    requests: backend.log.length,
+    duringOutage: backend.log.filter((e) => e.status === 503).length,
+    succeeded: calls.length - failed.length,
+    failed: failed.length,
+    failedFast: fast.length,
+    failedFastMedianMs: fast.length ? median(fast.map((x) => x.end - x.start)) : null,
+    failedSlowMedianMs: failed.length > fast.length ? median(failed.filter((x) => x.outcome !== 'circuit-open').map((x) => x.end - x.start)) : null,
+    firstOkAfterRecoveryMs: Number.isFinite(firstOk) ? firstOk - backend.upAt : null,
+    trips: changes.filter((x) => x.reason === 'tripped').length,
+    probesFailed: changes.filter((x) => x.reason === 'probe-failed').length,
+    firstTripMs: changes.find((x) => x.reason === 'tripped')?.t ?? null,
+    closedAtMs: closed?.t ?? null,
+    lastFailedStart: failed.length ? Math.max(...failed.map((x) => x.start)) : null,
+    endState: run.snapshot ? Object.values(run.snapshot)[0]?.state : null,
+    keys: run.snapshot ? Object.keys(run.snapshot) : [],
+    giveUps: run.reasons,
+  };
+}
+
+/** One character per COLUMN_MS: the circuit's state over the run (▒ a column where it was half-open). */
+function circuitStrip(changes, columns) {
+  let state = 'closed';
+  let k = 0;
+  let out = '';
+  for (let col = 0; col < columns; col++) {
+    const end = (col + 1) * COLUMN_MS;
+    let halfOpen = state === 'half-open';
+    while (k < changes.length && changes[k].t < end) {
+      state = changes[k].to;
+      if (state === 'half-open') halfOpen = true;
+      k++;
+    }
+    out += halfOpen ? c.yellow('▒') : state === 'open' ? c.red('█') : c.green('─');
+  }
+  return out;
+}
+
+async function breakerScenario() {
+  println();
+  println(`${c.bold(c.cyan('▶'))} ${c.bold(`Circuit breaker: ${OUTAGE.calls} calls against a backend that dies, then comes back`)}`);
+  println(
+    c.dim(
+      `  The backend answers 200, fails every request with a 503 from +${OUTAGE.downAt} ms to +${OUTAGE.downAt + OUTAGE.downFor} ms, then answers again;` +
+        ` a call starts every ${OUTAGE.every} ms. Two runs side by side, each with its own backend:`,
+    ),
+  );
+  println(c.dim(`  retryFetch({ maxAttempts: 3, baseWait: 50, budget })            a RetryBudget({ maxTokens: 10, tokenRatio: 0.1 }) only`));
+  println(c.dim(`  retryFetch({ maxAttempts: 3, baseWait: 50, budget, breaker })   the same, and new CircuitBreaker({ ${Object.entries(BREAKER_OPTIONS).map(([k, v]) => `${k}: ${v}`).join(', ')} })`));
+  const started = performance.now();
+  const [plain, guarded] = await Promise.all([outageRun(false), outageRun(true)]);
+  const elapsed = performance.now() - started;
+  const a = outageFigures(plain);
+  const b = outageFigures(guarded);
+  const { downAt, upAt } = guarded.backend;
+
+  // The circuit's transitions as onStateChange reported them.
+  println();
+  println(`  ${c.bold('onStateChange')} ${c.dim('(ms after the first call)')}`);
+  for (const x of guarded.changes) {
+    const why =
+      x.reason === 'tripped'
+        ? `${x.failures} of ${x.calls} attempts in the window failed; open for ${x.breakDuration} ms`
+        : x.reason === 'probe-failed'
+          ? `the probe met the dead backend; open again for ${x.breakDuration} ms`
+          : x.reason === 'break-ended'
+            ? 'the break is over: the attempt that asked is the probe'
+            : x.reason === 'probe-succeeded'
+              ? c.green(`the probe got a 200: ${Math.round(x.t - upAt)} ms after the backend recovered at +${upAt} ms`)
+              : '';
+    println(`    ${c.dim(`+${String(Math.round(x.t)).padStart(5)} ms`)}  ${x.from.padEnd(9)} → ${x.to.padEnd(9)} ${c.dim(x.reason.padEnd(15))} ${why}`);
+  }
+
+  // Both runs on one time axis.
+  const to = Math.max(...plain.calls.map((x) => x.end), ...guarded.calls.map((x) => x.end), upAt + 200);
+  const columns = Math.ceil(to / COLUMN_MS);
+  const backendStrip = Array.from({ length: columns }, (_, col) => {
+    const mid = (col + 0.5) * COLUMN_MS;
+    return mid >= downAt && mid < upAt ? c.red('█') : c.green('─');
+  }).join('');
+  const requestsOf = (run) => sparkline(run.backend.log.map((e) => e.t), COLUMN_MS, 0, columns * COLUMN_MS);
+  println();
+  println(`  ${c.bold('over time')} ${c.dim(`(${COLUMN_MS} ms per column)`)}`);
+  println(`    ${'backend'.padEnd(22)} ${backendStrip}  ${c.dim('█ down')}`);
+  println(`    ${'requests, budget only'.padEnd(22)} ${c.cyan(requestsOf(plain))}`);
+  println(`    ${'requests, + breaker'.padEnd(22)} ${c.cyan(requestsOf(guarded))}`);
+  println(`    ${'circuit'.padEnd(22)} ${circuitStrip(guarded.changes, columns)}  ${c.dim('─ closed, █ open, ▒ half-open (a probe)')}`);
+
+  println();
+  table(
+    ['', 'requests reached the backend', 'during the outage', 'calls failed', 'of them CircuitOpenError', 'first 200 after recovery'],
+    [
+      ['budget only', String(a.requests), String(a.duringOutage), `${a.failed} of ${OUTAGE.calls}`, '0', a.firstOkAfterRecoveryMs === null ? '—' : `+${Math.round(a.firstOkAfterRecoveryMs)} ms`],
+      ['budget + breaker', String(b.requests), String(b.duringOutage), `${b.failed} of ${OUTAGE.calls}`, String(b.failedFast), b.firstOkAfterRecoveryMs === null ? '—' : `+${Math.round(b.firstOkAfterRecoveryMs)} ms`],
+    ],
+  );
+  const reasonsText = (r) => Object.entries(r).map(([k, v]) => `${k} ×${v}`).join(', ') || 'none';
+  println(c.dim(`  onGiveUp reasons: budget only ${reasonsText(a.giveUps)}; budget + breaker ${reasonsText(b.giveUps)}`));
+  println();
+  println(
+    `  ${c.bold('⇒')} with the breaker the dead backend got ${c.green(b.duringOutage)} requests instead of ${c.red(a.duringOutage)}` +
+      ` (${b.requests} in all instead of ${a.requests}); ${b.failedFast} calls were refused without a request` +
+      ` (CircuitOpenError after a median ${Math.round(b.failedFastMedianMs ?? 0)} ms: each waited for the probe's turn, as its retryAfter said, and found the circuit still open).` +
+      ` The probe closed the circuit at +${Math.round(b.closedAtMs ?? NaN)} ms, ${Math.round((b.closedAtMs ?? NaN) - upAt)} ms after the backend came back;` +
+      ` the budget alone noticed at once, but paid for it with a request from every call during the outage.`,
+  );
+
+  const seen = { calls: OUTAGE.calls, downAt, upAt, breakDuration: BREAKER_OPTIONS.breakDuration, budgetOnly: a, breaker: b, changes: guarded.changes.map(({ t, from, to: next, reason }) => ({ t: Math.round(t), from, to: next, reason })) };
+  const plainChecks = [
+    ['every call sent at least its first request', a.requests >= OUTAGE.calls],
+    ['no CircuitOpenError without a breaker', a.failedFast === 0],
+    ['calls failed during the outage, none after it', a.failed > 0 && (a.lastFailedStart ?? 0) < upAt],
+  ];
+  const breakerChecks = [
+    [`fewer requests reached the backend than with the budget only (${b.requests} < ${a.requests})`, b.requests < a.requests],
+    [`fewer during the outage, under half (${b.duringOutage} < ${a.duringOutage} / 2)`, b.duringOutage < a.duringOutage / 2],
+    ['the circuit tripped after the backend died', b.trips >= 1 && (b.firstTripMs ?? -1) >= downAt],
+    ['calls failed fast with CircuitOpenError', b.failedFast > 0],
+    [`a probe closed the circuit after the backend recovered (+${Math.round(b.closedAtMs ?? NaN)} ms ≥ +${upAt} ms)`, b.closedAtMs !== null && b.closedAtMs >= upAt],
+    // A probe may go 250 ms after each opening, so a closed circuit is
+    // expected within ~260 ms of the recovery; the bound leaves room for a
+    // loaded machine whose timers fire late.
+    [`closed soon after the recovery (${Math.round((b.closedAtMs ?? NaN) - upAt)} ms; at most 1500)`, b.closedAtMs !== null && b.closedAtMs - upAt <= 1500],
+    ['the circuit ends closed, keyed by the backend\'s origin', b.endState === 'closed' && b.keys.length === 1 && b.keys[0] === guarded.backend.origin],
+    ['every call started after the circuit closed succeeded', guarded.calls.filter((x) => x.start >= (b.closedAtMs ?? Infinity)).every((x) => x.outcome === 'ok')],
+  ];
+  for (const [name, ok] of [...plainChecks, ...breakerChecks]) println(`    ${ok ? c.green('✓') : c.red('✗')} ${c.dim(name)}`);
+  return [
+    {
+      id: 'breaker-budget-only',
+      title: 'Dead-then-recovering backend, RetryBudget only',
+      attempts: a.requests,
+      outcome: `${a.succeeded} ok, ${a.failed} failed`,
+      expectText: `≥ ${OUTAGE.calls} requests`,
+      elapsed,
+      checks: plainChecks,
+      ok: plainChecks.every(([, ok]) => ok),
+    },
+    {
+      id: 'breaker-circuit',
+      title: 'Dead-then-recovering backend, RetryBudget + CircuitBreaker',
+      attempts: b.requests,
+      outcome: `${b.succeeded} ok, ${b.failed} failed (${b.failedFast} circuit-open)`,
+      expectText: 'fewer requests, closed after recovery',
+      elapsed,
+      checks: breakerChecks,
+      ok: breakerChecks.every(([, ok]) => ok),
+      seen,
+    },
+  ];
+}
+
 // ── main ────────────────────────────────────────────────────────────────────
 
 const server = await startFlakyServer();
@@ -884,6 +1108,8 @@ try {
     ],
   });
   for (const r of results.slice(-2)) r.ok = r.checks.every(([, ok]) => ok);
+
+  results.push(...(await breakerScenario()));
 } catch (error) {
   fatal = error;
   println(c.red(`demo failed: ${error?.stack ?? error}`));
@@ -915,7 +1141,7 @@ const leftovers = process
 // The watchdog above is unref'd and so not listed; anything else is a leak.
 const passed = results.filter((r) => r.ok).length;
 const elapsedMs = Math.round(performance.now() - demoStart);
-const ok = !fatal && passed === results.length && results.length === 19 && leftovers.length === 0;
+const ok = !fatal && passed === results.length && results.length === 21 && leftovers.length === 0;
 println();
 println(
   `${ok ? c.green('✓') : c.red('✗')} ${passed}/${results.length} scenarios reached their expected outcome` +

@@ -36,6 +36,10 @@
 //
 // Every response carries `Connection: close`, so no idle keep-alive socket
 // outlives a request on either side.
+//
+// startOutageBackend() (below) is a second kind: a backend of its own that
+// answers 200, then fails every request for a while, then recovers, on a
+// clock that starts when the caller says.
 
 import { createHash } from 'node:crypto';
 import http from 'node:http';
@@ -195,6 +199,55 @@ export async function startFlakyServer({ port = 0, host = '127.0.0.1' } = {}) {
       for (const timer of pending) clearTimeout(timer);
       pending.clear();
       for (const res of open) res.destroy();
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/**
+ * A backend that dies and comes back on a schedule, for the circuit breaker
+ * part: healthy until `downAt` ms after `start()`, then every request fails
+ * with a 503 (no Retry-After) for `downFor` ms, then healthy again. Its
+ * own server, so its
+ * origin is its own circuit. Each request is logged as { t, status } with t
+ * in ms after `start()`.
+ */
+export async function startOutageBackend({ downAt, downFor, host = '127.0.0.1' }) {
+  const log = [];
+  let t0 = null;
+  const server = http.createServer((req, res) => {
+    const t = t0 === null ? 0 : performance.now() - t0;
+    const down = t0 !== null && t >= downAt && t < downAt + downFor;
+    const entry = { t, status: down ? 503 : 200 };
+    log.push(entry);
+    // The body is not awaited by anyone: read it off so the socket can close.
+    req.resume();
+    res.writeHead(entry.status, { 'content-type': 'application/json', connection: 'close' });
+    res.end(down ? '{"error":"backend down"}' : '{"ok":true}');
+  });
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address();
+  return {
+    url: `http://${host}:${port}`,
+    origin: `http://${host}:${port}`,
+    log,
+    downAt,
+    upAt: downAt + downFor,
+    /** Starts the schedule's clock; returns performance.now() of that moment. */
+    start() {
+      t0 = performance.now();
+      return t0;
+    },
+    close() {
       return new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -1811,6 +1811,306 @@ function initHedge() {
 }
 
 // ---------------------------------------------------------------------------
+// Circuit breaker: calls on a fixed schedule through a retryFetch with a
+// CircuitBreaker, to a simulated backend that goes down and comes back, and
+// the same calls through a retryFetch without one, to a backend of their
+// own, side by side. The engine decides every permit, refusal and probe;
+// this panel draws the circuit's state as onStateChange reports it, the
+// refused attempts as onError sees them, and what each backend received.
+
+const BK_URL = 'https://orders.example/api/orders';
+const BK_BUCKET = 100; // ms per bar of the attempts row
+const BK_FETCH = { maxAttempts: 3, baseWait: 100 };
+let bkRunCount = 0;
+let bkRun = null; // the run drawn (the last one started)
+
+function readBreaker() {
+  const n = (id, dflt, min, max) => {
+    const v = Number($(id).value);
+    return $(id).value !== '' && Number.isFinite(v) ? Math.min(max, Math.max(min, v)) : dflt;
+  };
+  return {
+    every: n('bkEvery', 20, 5, 500),
+    length: n('bkLength', 4000, 500, 20000),
+    downAt: n('bkDownAt', 600, 0, 20000),
+    downFor: n('bkDownFor', 1800, 0, 20000),
+    breakMs: n('bkBreak', 400, 0, 10000),
+    min: Math.round(n('bkMin', 10, 1, 1000)),
+  };
+}
+
+/** The breaker's options for `cfg`: the defaults but the window, the break and the throughput, scaled to a run of seconds. */
+const bkOptions = (cfg) => ({ failureRatio: 0.5, minimumThroughput: cfg.min, samplingDuration: 2000, breakDuration: cfg.breakMs });
+
+function renderBreakerCode() {
+  const cfg = readBreaker();
+  const o = bkOptions(cfg);
+  $('bk-code').textContent =
+    `const breaker = new CircuitBreaker({ ${Object.entries(o).map(([k, v]) => `${k}: ${v}`).join(', ')}, onStateChange })\n` +
+    `const api   = retryFetch({ maxAttempts: 3, baseWait: 100, breaker, onError, fetch: backend })\n` +
+    `const plain = retryFetch({ maxAttempts: 3, baseWait: 100, fetch: otherBackend }) // for comparison\n` +
+    `// a call every ${cfg.every} ms for ${cfg.length} ms; each backend fails from ${cfg.downAt} ms to ${cfg.downAt + cfg.downFor} ms`;
+}
+
+/**
+ * A simulated backend: a `fetch` that answers after 20-40 ms, a 503 when the
+ * request arrives while it is down, else a 200, and stops (rejecting with
+ * the signal's reason) when its signal aborts. Logs { t, status } per request.
+ */
+function bkBackend(cfg, t0) {
+  const log = [];
+  const fetch = (input, init = {}) =>
+    new Promise((resolve, reject) => {
+      const t = performance.now() - t0;
+      const down = t >= cfg.downAt && t < cfg.downAt + cfg.downFor;
+      log.push({ t, status: down ? 503 : 200 });
+      const signal = init.signal;
+      let timer = 0;
+      const stop = () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      if (signal?.aborted) return stop();
+      timer = setTimeout(() => {
+        signal?.removeEventListener('abort', stop);
+        resolve(new Response(down ? '{"error":"down"}' : '{"ok":true}', { status: down ? 503 : 200, headers: { 'content-type': 'application/json' } }));
+      }, 20 + Math.random() * 20);
+      signal?.addEventListener('abort', stop, { once: true });
+    });
+  return { fetch, log };
+}
+
+/** Calls `f` once per `cfg.every` ms, each on its own; resolves each call's { start, end, outcome }. */
+function bkCalls(f, cfg, t0) {
+  const n = Math.max(1, Math.floor(cfg.length / cfg.every));
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, t0 + i * cfg.every - performance.now())));
+      const start = performance.now() - t0;
+      try {
+        const r = await f(`${BK_URL}?call=${i + 1}`);
+        await r.text();
+        return { start, end: performance.now() - t0, outcome: r.ok ? 'ok' : String(r.status) };
+      } catch (err) {
+        return { start, end: performance.now() - t0, outcome: err instanceof lib.CircuitOpenError ? 'circuit-open' : err?.name ?? 'Error' };
+      }
+    }),
+  );
+}
+
+async function runBreaker() {
+  const cfg = readBreaker();
+  const id = ++bkRunCount;
+  const box = document.querySelector('[data-testid="breaker"]');
+  box.dataset.state = 'running';
+  $('bkRun').disabled = true;
+  const t0 = performance.now();
+  const run = (bkRun = { id, cfg, t0, changes: [], refused: [], guarded: bkBackend(cfg, t0), plain: bkBackend(cfg, t0), calls: null, plainCalls: null, done: false });
+  const breaker = new lib.CircuitBreaker({
+    ...bkOptions(cfg),
+    onStateChange: (change) => run.changes.push({ t: performance.now() - t0, ...change }),
+  });
+  const api = lib.retryFetch({
+    ...BK_FETCH,
+    breaker,
+    fetch: run.guarded.fetch,
+    // A refused attempt is a failed attempt whose error is a CircuitOpenError;
+    // nothing reached the backend for it.
+    onError: (err) => {
+      if (err instanceof lib.CircuitOpenError) run.refused.push({ t: performance.now() - t0, retryAfter: err.retryAfter });
+    },
+  });
+  const plain = lib.retryFetch({ ...BK_FETCH, fetch: run.plain.fetch });
+  const live = setInterval(() => renderBreaker(run), 100);
+  try {
+    [run.calls, run.plainCalls] = await Promise.all([bkCalls(api, cfg, t0), bkCalls(plain, cfg, t0)]);
+    run.snapshot = breaker.snapshot();
+    run.done = true;
+    renderBreaker(run);
+    box.dataset.state = 'done';
+  } catch (err) {
+    $('bk-note').textContent = `run #${id} failed: ${errText(err)}`;
+    box.dataset.state = 'failed';
+  } finally {
+    clearInterval(live);
+    breaker.free();
+    box.dataset.run = String(id);
+    $('bkRun').disabled = false;
+  }
+}
+
+/** The circuit's states over [0, end] from the transitions: [{ state, from, to }]. */
+function bkSegments(changes, end) {
+  const out = [];
+  let state = 'closed';
+  let from = 0;
+  for (const c of changes) {
+    out.push({ state, from, to: c.t });
+    state = c.to;
+    from = c.t;
+  }
+  out.push({ state, from, to: Math.max(end, from) });
+  return out;
+}
+
+function bkFigures(run) {
+  const { cfg, changes } = run;
+  const upAt = cfg.downAt + cfg.downFor;
+  const closed = changes.find((c) => c.reason === 'probe-succeeded' && c.t >= upAt);
+  const calls = run.calls ?? [];
+  return {
+    sent: run.guarded.log.length,
+    refused: run.refused.length,
+    plainSent: run.plain.log.length,
+    opened: changes.filter((c) => c.to === 'open').length,
+    probes: changes.filter((c) => c.reason === 'break-ended').length,
+    closedAfter: closed ? closed.t - upAt : null,
+    ok: calls.filter((c) => c.outcome === 'ok').length,
+    failed: calls.filter((c) => c.outcome !== 'ok').length,
+    failedFast: calls.filter((c) => c.outcome === 'circuit-open').length,
+    plainFailed: (run.plainCalls ?? []).filter((c) => c.outcome !== 'ok').length,
+    calls: calls.length,
+  };
+}
+
+function renderBreaker(run) {
+  if (run !== bkRun) return;
+  const now = performance.now() - run.t0;
+  const end = run.done ? Math.max(run.cfg.length, ...run.calls.map((c) => c.end)) : Math.max(now, run.cfg.length);
+  const segments = bkSegments(run.changes, run.done ? end : now);
+  bkChart($('bk-chart'), run, segments, end, run.done ? null : now);
+  const f = bkFigures(run);
+  const stats = $('bk-stats');
+  const states = [...new Set(segments.map((s) => s.state))];
+  stats.innerHTML =
+    `attempts sent <b>${f.sent}</b> · refused <b>${f.refused}</b> (requests saved) · without a breaker: <b>${f.plainSent}</b> sent` +
+    ` · circuit opened ${f.opened}× · ${f.closedAfter === null ? (run.done ? 'not closed again' : '…') : `closed again ${fmtMs(f.closedAfter)} after the backend recovered`}`;
+  Object.assign(stats.dataset, {
+    sent: String(f.sent),
+    refused: String(f.refused),
+    plainSent: String(f.plainSent),
+    opened: String(f.opened),
+    states: states.join(','),
+    closedAfter: f.closedAfter === null ? '' : f.closedAfter.toFixed(0),
+  });
+  const list = $('bk-changes');
+  list.replaceChildren(
+    ...run.changes.map((c) => {
+      const li = document.createElement('li');
+      li.dataset.to = c.to;
+      li.dataset.reason = c.reason;
+      const why = c.reason === 'tripped' ? ` (${c.failures} of ${c.calls} failed)` : '';
+      li.innerHTML = `+${Math.round(c.t)} ms ${c.from} → <span class="to">${c.to}</span> <span class="why">${c.reason}${why}</span>`;
+      return li;
+    }),
+  );
+  if (!run.done) {
+    $('bk-note').textContent = `run #${run.id}: ${Math.round(now)} ms…`;
+    return;
+  }
+  const saved = f.plainSent - f.sent;
+  $('bk-note').textContent =
+    `run #${run.id}: ${f.calls} calls each. With the breaker the backend received ${f.sent} requests and ${f.refused} attempts were refused without one; ` +
+    `without it, ${f.plainSent} (${saved >= 0 ? `${saved} more` : `${-saved} fewer`}). ` +
+    `With the breaker ${f.failed} calls failed, ${f.failedFast} of them with a CircuitOpenError; without it ${f.plainFailed}. ` +
+    (f.closedAfter === null ? 'The circuit did not close again during the run.' : `A probe closed the circuit ${fmtMs(f.closedAfter)} after the backend recovered.`);
+}
+
+/** The backend's health, the circuit's states and the attempts per BK_BUCKET ms, on one time axis. */
+function bkChart(svg, run, segments, end, now) {
+  svg.replaceChildren();
+  const W = Math.max(svg.clientWidth || 700, 300);
+  const H = 190;
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  const defs = s('defs');
+  const hatch = s('pattern', { id: 'bk-hatch', width: 4, height: 4, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' });
+  hatch.append(s('rect', { width: 4, height: 4, fill: '#fff' }), s('line', { x1: 0, y1: 0, x2: 0, y2: 4, stroke: '#98a2b3', 'stroke-width': 2 }));
+  defs.append(hatch);
+  svg.append(defs);
+  const left = 70;
+  const right = 10;
+  const step = niceStep(end / 8);
+  const domain = Math.ceil(end / step) * step || 1;
+  const x = (t) => left + (Math.min(Math.max(t, 0), domain) / domain) * (W - left - right);
+  const { cfg } = run;
+  const upAt = cfg.downAt + cfg.downFor;
+  const bars = { top: 62, mid: 120, bottom: 168 };
+  for (let t = 0; t <= domain + 1e-6; t += step) {
+    svg.append(s('line', { x1: x(t), x2: x(t), y1: 4, y2: bars.bottom, class: 'grid' }));
+    svg.append(s('text', { x: x(t), y: H - 6, 'text-anchor': t === 0 ? 'start' : 'middle', class: 'axis' }, fmtAxis(t, step)));
+  }
+  // The backend's health.
+  svg.append(s('text', { x: left - 6, y: 17, 'text-anchor': 'end', class: 'row-label' }, 'backend'));
+  for (const [from, to, cls] of [[0, cfg.downAt, 'up'], [cfg.downAt, upAt, 'down'], [upAt, domain, 'up']]) {
+    if (to > from) svg.append(s('rect', { x: x(from), y: 6, width: Math.max(x(to) - x(from), 0), height: 14, class: cls, 'data-health': cls }));
+  }
+  // The circuit, as onStateChange reported it; a half-open moment (a probe
+  // answering in ~30 ms) is drawn at least 2 px wide so it can be seen. Once
+  // the run is over, its last state holds to the end of the axis.
+  if (now === null) segments[segments.length - 1].to = domain;
+  svg.append(s('text', { x: left - 6, y: 41, 'text-anchor': 'end', class: 'row-label' }, 'circuit'));
+  const g = s('g', { class: 'bk-states' });
+  for (const seg of segments) {
+    const w = Math.max(x(seg.to) - x(seg.from), seg.state === 'half-open' ? 2 : 0);
+    const rect = s('rect', { x: x(seg.from), y: 30, width: w, height: 14, class: `st-${seg.state}`, 'data-state': seg.state });
+    rect.append(s('title', {}, `${seg.state}: ${fmtMs(seg.from)} → ${fmtMs(seg.to)}`));
+    g.append(rect);
+  }
+  svg.append(g);
+  // Attempts per bucket: sent above the line, refused below; the run without
+  // a breaker as an outline.
+  const buckets = Math.max(1, Math.ceil(domain / BK_BUCKET));
+  const count = (times) => {
+    const c = new Array(buckets).fill(0);
+    for (const t of times) c[Math.min(buckets - 1, Math.floor(t / BK_BUCKET))]++;
+    return c;
+  };
+  const sent = count(run.guarded.log.map((e) => e.t));
+  const refused = count(run.refused.map((e) => e.t));
+  const plain = count(run.plain.log.map((e) => e.t));
+  const yMax = Math.max(1, ...sent, ...refused, ...plain);
+  const hUp = bars.mid - bars.top;
+  const hDown = bars.bottom - bars.mid;
+  svg.append(s('text', { x: left - 6, y: bars.top + 10, 'text-anchor': 'end', class: 'row-label' }, 'sent'));
+  svg.append(s('text', { x: left - 6, y: bars.bottom - 2, 'text-anchor': 'end', class: 'row-label' }, 'refused'));
+  const bw = Math.max(x(BK_BUCKET) - x(0) - 1, 1);
+  for (let i = 0; i < buckets; i++) {
+    const x0 = x(i * BK_BUCKET) + 0.5;
+    if (sent[i]) {
+      const h = (sent[i] / yMax) * hUp;
+      const r = s('rect', { x: x0, y: bars.mid - h, width: bw, height: h, class: 'sent' });
+      r.append(s('title', {}, `${sent[i]} sent, ${fmtMs(i * BK_BUCKET)}-${fmtMs((i + 1) * BK_BUCKET)}`));
+      svg.append(r);
+    }
+    if (refused[i]) {
+      const h = (refused[i] / yMax) * hDown;
+      const r = s('rect', { x: x0, y: bars.mid, width: bw, height: h, class: 'refused' });
+      r.append(s('title', {}, `${refused[i]} refused, ${fmtMs(i * BK_BUCKET)}-${fmtMs((i + 1) * BK_BUCKET)}`));
+      svg.append(r);
+    }
+  }
+  const points = plain.flatMap((n, i) => [[x(i * BK_BUCKET), bars.mid - (n / yMax) * hUp], [x((i + 1) * BK_BUCKET), bars.mid - (n / yMax) * hUp]]);
+  svg.append(s('polyline', { points: points.map((p) => p.join(',')).join(' '), class: 'plain' }));
+  svg.append(s('line', { x1: left, x2: W - right, y1: bars.mid, y2: bars.mid, stroke: '#98a2b3' }));
+  svg.append(s('line', { x1: x(upAt), x2: x(upAt), y1: 4, y2: bars.bottom, class: 'recovered' }));
+  if (now !== null) svg.append(s('line', { x1: x(now), x2: x(now), y1: 4, y2: bars.bottom, class: 'now' }));
+}
+
+function initBreaker() {
+  const box = document.querySelector('[data-testid="breaker"]');
+  for (const el of box.querySelectorAll('.bk-controls input')) el.addEventListener('input', renderBreakerCode);
+  renderBreakerCode();
+  if (typeof lib.retryFetch !== 'function' || typeof lib.CircuitBreaker !== 'function') {
+    box.classList.add('unsupported');
+    $('bk-note').textContent = 'This build of retry-wasm has no CircuitBreaker.';
+    return;
+  }
+  $('bkRun').addEventListener('click', () => runBreaker());
+  $('bkRun').disabled = false;
+  box.dataset.ready = 'true';
+}
+
+// ---------------------------------------------------------------------------
 // Wiring
 
 let herdTimer = 0;
@@ -1833,6 +2133,7 @@ $('abort').addEventListener('click', () => retryer?.abort());
 addEventListener('resize', () => {
   invalidate();
   invalidateLayers();
+  if (bkRun?.done) renderBreaker(bkRun);
   scheduleHerd();
 });
 
@@ -1844,6 +2145,7 @@ invalidate();
 initLayers();
 initSpans(); // loads OpenTelemetry on its own; the panel says when it is ready
 initHedge();
+initBreaker();
 await updateHerd();
 $('run').disabled = false;
 document.body.dataset.ready = 'true';

@@ -365,6 +365,53 @@ try {
   check('hedge: the timeline shows hedged calls, each with a loser aborted and one winner', hedgeView.rows.length >= 1 && hedgeView.rows.every((r) => r.length >= 2 && r.filter((o) => o === 'won').length === 1 && r.includes('aborted')), JSON.stringify(hedgeView.rows));
   check('hedge: the note sums it up', /p99/.test(hedgeView.note) && /onHedge call/.test(hedgeView.note), hedgeView.note);
 
+  // The breaker panel: calls through a retryFetch with a CircuitBreaker to
+  // the page's simulated backend, which fails from 300 to 1300 ms, beside
+  // the same calls without a breaker; a short run (a call every 20 ms for
+  // 2.5 s, a 250 ms break).
+  const breakerBox = await tab.evaluate(() => {
+    const box = document.querySelector('[data-testid="breaker"]');
+    const r = box?.getBoundingClientRect();
+    return { visible: !!r && r.width > 0 && r.height > 0, ready: box?.dataset.ready === 'true', run: !document.querySelector('[data-testid="breaker-run"]')?.disabled, code: document.getElementById('bk-code')?.textContent };
+  });
+  check('breaker: panel renders, its Run button enabled', breakerBox.visible && breakerBox.ready && breakerBox.run && /new CircuitBreaker\(/.test(breakerBox.code ?? ''), JSON.stringify(breakerBox));
+  await setValue(tab, '#bkEvery', '20');
+  await setValue(tab, '#bkLength', '2500');
+  await setValue(tab, '#bkDownAt', '300');
+  await setValue(tab, '#bkDownFor', '1000');
+  await setValue(tab, '#bkBreak', '250');
+  await tab.click('[data-testid="breaker-run"]');
+  const breakerDone = await tab
+    .waitForFunction(() => document.querySelector('[data-testid="breaker"]').dataset.state === 'done', null, { timeout: 30_000 })
+    .then(() => true, () => false);
+  const breakerView = await tab.evaluate(() => {
+    const box = document.querySelector('[data-testid="breaker"]');
+    const rects = [...box.querySelectorAll('[data-testid="breaker-chart"] rect[data-state]')].filter((r) => r.getBoundingClientRect().width > 0);
+    return {
+      state: box.dataset.state,
+      drawn: [...new Set(rects.map((r) => r.dataset.state))],
+      health: [...new Set([...box.querySelectorAll('[data-testid="breaker-chart"] rect[data-health]')].map((r) => r.dataset.health))],
+      sentBars: box.querySelectorAll('[data-testid="breaker-chart"] rect.sent').length,
+      refusedBars: box.querySelectorAll('[data-testid="breaker-chart"] rect.refused').length,
+      stats: { ...document.querySelector('[data-testid="breaker-stats"]').dataset },
+      changes: [...document.querySelectorAll('[data-testid="breaker-changes"] li')].map((li) => `${li.dataset.reason}>${li.dataset.to}`),
+      note: document.querySelector('[data-testid="breaker-note"]').textContent,
+    };
+  });
+  check('breaker: the run finishes and draws the backend going down and up', breakerDone && breakerView.health.includes('down') && breakerView.health.includes('up'), JSON.stringify(breakerView));
+  check(`breaker: the circuit strip shows it closed and open (${breakerView.drawn.join(', ')})`, breakerView.drawn.includes('closed') && breakerView.drawn.includes('open'), JSON.stringify(breakerView));
+  check(
+    `breaker: ${breakerView.stats.refused} attempts refused, ${breakerView.stats.sent} sent (${breakerView.stats.plainSent} without a breaker)`,
+    Number(breakerView.stats.refused) > 0 && breakerView.refusedBars > 0 && breakerView.sentBars > 0 && Number(breakerView.stats.sent) < Number(breakerView.stats.plainSent),
+    JSON.stringify(breakerView),
+  );
+  check(
+    'breaker: the circuit tripped, and a probe closed it again after the backend recovered',
+    breakerView.changes[0] === 'tripped>open' && breakerView.changes.at(-1) === 'probe-succeeded>closed' && breakerView.stats.closedAfter !== '' && Number(breakerView.stats.closedAfter) >= 0,
+    JSON.stringify(breakerView.changes),
+  );
+  check('breaker: the note sums it up', /refused/.test(breakerView.note) && /closed the circuit/.test(breakerView.note), breakerView.note);
+
   // Layout at 1280x900: nothing wider than the viewport.
   const overflow = await tab.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
   check('no horizontal overflow at 1280x900', overflow <= 0, `${overflow}px`);

@@ -3,7 +3,9 @@
 // (2) reports, in its machine-readable `DEMO-RESULT {json}` line, that every
 //     scenario reached its expected outcome and nothing was left behind,
 //     and the retryFetch scenarios did what the server saw (requests,
-//     statuses, Idempotency-Key, body hashes), not only what the client says;
+//     statuses, Idempotency-Key, body hashes), not only what the client says,
+//     and the circuit breaker part sent fewer requests to its dead backend
+//     than the budget alone and closed its circuit after the recovery;
 // (3) leaves no process behind (its process group is empty afterwards) and
 //     no server listening on the port it used;
 // (4) prints no colour codes when stdout is not a TTY.
@@ -82,7 +84,7 @@ if (result) {
     'flaky', 'retry-after-seconds', 'rate-limited', 'retry-after-date', 'reset', 'slow-deadline',
     'slow-per-try', 'hang', 'not-found', 'refused', 'cancel', 'storm-no-budget', 'storm-budget',
     'fetch-retry-after', 'fetch-post-no-key', 'fetch-post-idempotent', 'fetch-body-intact', 'fetch-caller-abort',
-    'fetch-hedge',
+    'fetch-hedge', 'breaker-budget-only', 'breaker-circuit',
   ];
   check(
     'every scenario ran',
@@ -161,6 +163,53 @@ if (result) {
   } else {
     check('hedge: the scenario reports what the server saw', false);
   }
+
+  // The circuit breaker part: the same dead-then-recovering backend schedule
+  // with a RetryBudget only and with a CircuitBreaker beside it, as the
+  // backends counted the requests and onStateChange reported the circuit.
+  const outage = scenarios.find((x) => x.id === 'breaker-circuit')?.seen;
+  if (outage) {
+    const { budgetOnly: a, breaker: b, upAt, downAt, changes } = outage;
+    check(
+      `breaker: ${b.requests} requests reached the backend with the breaker, ${a.requests} with the budget only`,
+      b.requests < a.requests && a.requests >= outage.calls,
+      JSON.stringify({ a, b }),
+    );
+    check(
+      `breaker: during the outage ${b.duringOutage} requests with it, ${a.duringOutage} without`,
+      b.duringOutage < a.duringOutage,
+      JSON.stringify({ a, b }),
+    );
+    check(
+      `breaker: ${b.failedFast} calls failed fast with CircuitOpenError (none without the breaker)`,
+      b.failedFast > 0 && b.failedFast <= b.failed && a.failedFast === 0,
+      JSON.stringify({ a, b }),
+    );
+    const reasons = changes.map((x) => x.reason);
+    const last = changes[changes.length - 1];
+    check(
+      `breaker: tripped after the backend died (+${b.firstTripMs === null ? '?' : Math.round(b.firstTripMs)} ms ≥ +${downAt} ms)`,
+      reasons[0] === 'tripped' && changes[0].t >= downAt,
+      JSON.stringify(changes),
+    );
+    check(
+      `breaker: the probe closed the circuit after the backend recovered (+${last?.t} ms, recovered at +${upAt} ms)`,
+      last?.reason === 'probe-succeeded' && last.to === 'closed' && last.t >= upAt && b.closedAtMs !== null && b.endState === 'closed',
+      JSON.stringify(changes),
+    );
+    check(
+      'breaker: every transition follows the one before (closed → open → half-open → open | closed)',
+      changes.every((x, i) => i === 0 ? x.from === 'closed' : x.from === changes[i - 1].to) &&
+        changes.every((x) => ({ tripped: 'open', 'break-ended': 'half-open', 'probe-failed': 'open', 'probe-succeeded': 'closed' })[x.reason] === x.to),
+      JSON.stringify(changes),
+    );
+  } else {
+    check('breaker: the scenario reports what the backends saw', false);
+  }
+  check(
+    'breaker: the transitions and the state strip are printed',
+    /onStateChange/.test(stdout) && /half-open → closed\s+probe-succeeded/.test(stdout) && /^\s+circuit\s+[─█▒]+/m.test(stdout),
+  );
 
   check('the demo reports no leftover sockets or timers', Array.isArray(result.leftovers) && result.leftovers.length === 0, String(result.leftovers));
 
