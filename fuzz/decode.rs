@@ -1,13 +1,15 @@
-// Fuzz input decoding and the checks of both fuzz targets.
+// Fuzz input decoding and the checks of the fuzz targets.
 //
 // This file is `include!`d by fuzz/fuzz_targets/options.rs,
-// fuzz/fuzz_targets/machine.rs and tests/fuzz_regressions.rs, so the fuzzer
-// and the native regression tests decode bytes the same way: a byte string
-// found by `cargo fuzz` replays unchanged under `cargo test` on stable.
+// fuzz/fuzz_targets/machine.rs, fuzz/fuzz_targets/breaker.rs and
+// tests/fuzz_regressions.rs, so the fuzzer and the native regression
+// tests decode bytes the same way: a byte string found by `cargo fuzz`
+// replays unchanged under `cargo test` on stable.
 // It depends on nothing but `retry_wasm` and std.
 //
-// `run_options(bytes)` and `run_machine(bytes)` panic when a rule breaks;
-// anything else they do is a pass. The rules:
+// `run_options(bytes)`, `run_machine(bytes)` and `run_breaker(bytes)`
+// panic when a rule breaks; anything else they do is a pass. The rules
+// (the breaker target's are at `run_breaker`):
 //
 // options: no panic; `Opt::from_id` knows exactly the ids of `ALL_OPTS`; a refused
 //   value leaves the policy bit for bit unchanged and its error names the
@@ -36,6 +38,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use retry_wasm::core::backoff::{Jitter, MAX_TIMER_MS};
+use retry_wasm::core::breaker::{
+    Breaker, CircuitState, Permit, Settings, Transition, Why, MIN_HALF_OPEN_HINT,
+};
 use retry_wasm::core::budget::Budget;
 use retry_wasm::core::effect::{AbortReason, Effect, Eval, GiveUp, Provided, Timer};
 use retry_wasm::core::machine::Machine;
@@ -198,13 +203,13 @@ impl<'a> Input<'a> {
                 0 => Raw::Budget(self.u32()),
                 _ => Raw::Budget(u32::from(self.byte() % 4)),
             },
-            _ => {
-                if self.bool() {
-                    Raw::Signal
-                } else {
-                    Raw::Other
-                }
-            }
+            // Bit 0 picks a signal as it always did, so older inputs
+            // decode alike; bit 1 of the rest, a CircuitBreaker.
+            _ => match self.byte() {
+                b if b & 1 == 1 => Raw::Signal,
+                b if b & 2 == 2 => Raw::Breaker,
+                _ => Raw::Other,
+            },
         }
     }
 
@@ -308,6 +313,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         nested: _,
         inner_retries: _,
         hedge: _,
+        breaker: _,
         initial_state: _,
     } = a;
     let (i, j) = (a.initial(), b.initial());
@@ -334,6 +340,7 @@ pub fn same_policy(a: &Policy, b: &Policy) -> bool {
         && a.nested == b.nested
         && a.inner_retries == b.inner_retries
         && same_hedge(a.hedge, b.hedge)
+        && a.breaker == b.breaker
         && same_opt_f64(i.execution_count, j.execution_count)
         && same_opt_f64(i.last_execution_time, j.last_execution_time)
         && same_opt_f64(i.total_execution_time, j.total_execution_time)
@@ -448,6 +455,7 @@ fn assert_default(p: &Policy, opt: Opt) {
         Opt::Nested => p.nested == d.nested,
         Opt::InnerRetries => p.inner_retries,
         Opt::Hedge => p.hedge.is_none(),
+        Opt::Breaker => !p.breaker,
         cb => match cb.callback() {
             Some(c) => !p.has(c),
             None => false,
@@ -459,7 +467,14 @@ fn assert_default(p: &Policy, opt: Opt) {
 /// A refused entry of a list or record option (`intervals[index]`,
 /// `initialState` field `index`) left the policy as it was and names that
 /// option and entry.
-fn assert_entry_refused(p: &Policy, before: &Policy, e: OptionError, opt: Opt, index: u32, raw: Raw<'_>) {
+fn assert_entry_refused(
+    p: &Policy,
+    before: &Policy,
+    e: OptionError,
+    opt: Opt,
+    index: u32,
+    raw: Raw<'_>,
+) {
     assert!(
         same_policy(p, before),
         "refused {opt:?} entry {index} = {raw:?} changed the policy"
@@ -690,6 +705,9 @@ struct Sim {
     /// Every input so far is one a real host could send (no settlement
     /// of an attempt that was never invoked, no answer nobody asked for).
     realistic: bool,
+    /// Its host asks a circuit breaker before each attempt: a flow may
+    /// give up with 'circuit-open'.
+    breaker: bool,
 }
 
 impl Sim {
@@ -708,6 +726,7 @@ impl Sim {
             wheel: [None; 3],
             listening: BTreeSet::new(),
             realistic: true,
+            breaker: false,
         }
     }
 
@@ -745,7 +764,10 @@ impl Sim {
                 self.open_attempts.retain(|&(g, _)| g != gen);
                 if self.realistic {
                     let left: Vec<_> = self.owned.iter().filter(|(g, _)| *g == gen).collect();
-                    assert!(left.is_empty(), "gen {gen} finished, attempts {left:?} live");
+                    assert!(
+                        left.is_empty(),
+                        "gen {gen} finished, attempts {left:?} live"
+                    );
                 }
                 self.owned.retain(|&(g, _)| g != gen);
             }
@@ -814,7 +836,14 @@ impl Sim {
                 self.run.calls += 1;
                 match cb {
                     Cb::Abort => assert!(arg <= AbortReason::Signal as u32, "onAbort({arg})"),
-                    Cb::GiveUp => assert!(arg <= GiveUp::Nested as u32, "onGiveUp({arg})"),
+                    Cb::GiveUp => {
+                        let last = if self.breaker {
+                            GiveUp::CircuitOpen
+                        } else {
+                            GiveUp::Nested
+                        };
+                        assert!(arg <= last as u32, "onGiveUp({arg})");
+                    }
                     _ => {}
                 }
             }
@@ -865,6 +894,162 @@ impl Sim {
             "no flow, yet listening for gens {:?}",
             self.listening
         );
+    }
+}
+
+/// Inputs of both machine targets, each decoded from the bytes as it
+/// always was (older inputs replay alike).
+impl Sim {
+    /// `execute()`: op 1 starts the flow inside another retryer's attempt,
+    /// bit 4 saying whether that one forbids inner retries; op 0 outside
+    /// any, bit 4 saying the host does not let it hedge.
+    fn execute(&mut self, inp: &mut Input<'_>, op: u8, now: f64) {
+        let before = self.m.last_gen();
+        let inside = (op & 15 == 1).then_some(op & 16 != 0);
+        let hedges = inside.is_some() || op & 16 == 0;
+        let gen = self.m.execute_within(now, inp.byte() < 16, inside, hedges);
+        assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
+    }
+
+    /// The attempt a settlement names: an invoked one, or (a selector of
+    /// 224 or more) any, which may be stray. It is no longer open, and no
+    /// longer owned when the machine will take its outcome.
+    fn settle_target(&mut self, inp: &mut Input<'_>) -> Option<(u32, u32)> {
+        let sel = inp.byte();
+        let target = if sel < 224 {
+            if self.open_attempts.is_empty() {
+                None
+            } else {
+                Some(
+                    self.open_attempts
+                        .remove(usize::from(sel) % self.open_attempts.len()),
+                )
+            }
+        } else {
+            let gen = self.m.last_gen().wrapping_sub(u32::from(sel % 3));
+            let attempt = match inp.byte() {
+                b @ 0..=250 => u32::from(b % 6),
+                _ => inp.u32(),
+            };
+            if let Some(k) = self.open_attempts.iter().position(|&x| x == (gen, attempt)) {
+                self.open_attempts.remove(k);
+            } else if self.live_gen(gen) {
+                self.realistic = false;
+            }
+            Some((gen, attempt))
+        };
+        if let Some((gen, attempt)) = target {
+            if self.m.is_running(gen, attempt) {
+                self.owned.remove(&(gen, attempt));
+            }
+        }
+        target
+    }
+
+    /// A timer fires: a live one, or (a report no host makes) any.
+    fn fire(&mut self, inp: &mut Input<'_>, now: f64, budgets: &mut Vec<Budget>) {
+        let sel = inp.byte();
+        let live: Vec<Timer> = [Timer::Wait, Timer::Attempt, Timer::Total]
+            .into_iter()
+            .filter(|&t| self.wheel[t as usize].is_some())
+            .collect();
+        let timer = if sel < 224 && !live.is_empty() {
+            live[usize::from(sel) % live.len()]
+        } else {
+            // A timer that is not live never fires in a host; the
+            // machine must ignore such a report anyway.
+            [Timer::Wait, Timer::Attempt, Timer::Total][usize::from(sel % 3)]
+        };
+        self.wheel[timer as usize] = None;
+        self.m.timer_fired(timer, now, budgets);
+    }
+
+    fn abort(&mut self, inp: &mut Input<'_>) {
+        let reason = match inp.byte() % 5 {
+            0 => AbortReason::Manual,
+            1 => AbortReason::NewExecution,
+            2 => AbortReason::ExecutionTimeout,
+            3 => AbortReason::TotalTimeout,
+            _ => AbortReason::Signal,
+        };
+        self.m.abort(reason);
+    }
+
+    /// An answer: to a question popped, or (a selector of 224 or more) to
+    /// any generation, which may be stray.
+    fn answer(&mut self, inp: &mut Input<'_>, now: f64, budgets: &mut Vec<Budget>) {
+        let sel = inp.byte();
+        let target = if sel < 224 {
+            if self.open_evals.is_empty() {
+                None
+            } else {
+                let (gen, what) = self
+                    .open_evals
+                    .remove(usize::from(sel) % self.open_evals.len());
+                Some((gen, Some(what)))
+            }
+        } else {
+            let gen = match inp.byte() {
+                b @ 0..=250 => self.m.last_gen().wrapping_sub(u32::from(b % 3)),
+                _ => inp.u32(),
+            };
+            if let Some(k) = self.open_evals.iter().position(|&(g, _)| g == gen) {
+                self.open_evals.remove(k);
+            } else if self.live_gen(gen) {
+                self.realistic = false;
+            }
+            Some((gen, None))
+        };
+        if let Some((gen, what)) = target {
+            let mut value = provided(inp, what);
+            let count = matches!(what, None | Some(Eval::MaxAttempts));
+            if let Provided::Number(v) = value {
+                if count && self.m.policy().hedge.is_some() && v > HEDGE_BOUND {
+                    value = Provided::Number(HEDGE_BOUND);
+                }
+            }
+            self.m.provide(gen, value, now, budgets);
+        }
+    }
+
+    fn threw(&mut self, inp: &mut Input<'_>) {
+        let gen = self.m.last_gen().wrapping_sub(u32::from(inp.byte() % 3));
+        self.m.callback_threw(gen);
+    }
+
+    /// As `which` (0 to 3) says: subscribers come or go, a beforeRetry
+    /// hook decides (or a stray answer), or the host learns of `enabled`.
+    fn host_input(&mut self, which: u8, inp: &mut Input<'_>, now: f64) {
+        match which {
+            0 => self.m.set_listeners(inp.bool()),
+            3 => {
+                let sel = inp.byte();
+                let (gen, attempt) = if sel < 224 && !self.open_gates.is_empty() {
+                    self.open_gates
+                        .remove(usize::from(sel) % self.open_gates.len())
+                } else {
+                    let gen = self.m.last_gen().wrapping_sub(u32::from(sel % 3));
+                    (gen, u32::from(inp.byte() % 6))
+                };
+                let answer = match inp.byte() % 4 {
+                    0 => Provided::Bool(false),
+                    1 => Provided::Threw,
+                    2 => Provided::Nothing,
+                    _ => Provided::Bool(true),
+                };
+                self.m.answer_gate(gen, attempt, answer, now);
+            }
+            _ => self.m.set_enabled_hint(inp.bool()),
+        }
+    }
+}
+
+/// The clock moves: mostly forward, sometimes to any value at all.
+fn next_clock(inp: &mut Input<'_>, now: f64) -> f64 {
+    match inp.byte() % 4 {
+        0 | 1 => now + f64::from(inp.byte()),
+        2 => now + f64::from(inp.u32()),
+        _ => inp.f64(),
     }
 }
 
@@ -938,44 +1123,9 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
         let s = &mut sims[i];
         let op = inp.byte();
         match op & 15 {
-            0 | 1 => {
-                let before = s.m.last_gen();
-                // 1: the flow starts inside another retryer's attempt;
-                // bit 4 says whether that one forbids inner retries. 0:
-                // outside any; bit 4 says the host lets it hedge or not.
-                let inside = (op & 15 == 1).then_some(op & 16 != 0);
-                let hedges = inside.is_some() || op & 16 == 0;
-                let gen = s.m.execute_within(now, inp.byte() < 16, inside, hedges);
-                assert_eq!(gen, before.wrapping_add(1), "execute() returned gen {gen}");
-            }
+            0 | 1 => s.execute(&mut inp, op, now),
             kind @ (2..=4) => {
-                let sel = inp.byte();
-                let target = if sel < 224 {
-                    if s.open_attempts.is_empty() {
-                        None
-                    } else {
-                        Some(
-                            s.open_attempts
-                                .remove(usize::from(sel) % s.open_attempts.len()),
-                        )
-                    }
-                } else {
-                    let gen = s.m.last_gen().wrapping_sub(u32::from(sel % 3));
-                    let attempt = match inp.byte() {
-                        b @ 0..=250 => u32::from(b % 6),
-                        _ => inp.u32(),
-                    };
-                    if let Some(k) = s.open_attempts.iter().position(|&x| x == (gen, attempt)) {
-                        s.open_attempts.remove(k);
-                    } else if s.live_gen(gen) {
-                        s.realistic = false;
-                    }
-                    Some((gen, attempt))
-                };
-                if let Some((gen, attempt)) = target {
-                    if s.m.is_running(gen, attempt) {
-                        s.owned.remove(&(gen, attempt));
-                    }
+                if let Some((gen, attempt)) = s.settle_target(&mut inp) {
                     if kind == 2 {
                         s.m.attempt_ok(gen, attempt, now, &mut budgets);
                     } else {
@@ -984,104 +1134,18 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
                     }
                 }
             }
-            5 | 6 => {
-                let sel = inp.byte();
-                let live: Vec<Timer> = [Timer::Wait, Timer::Attempt, Timer::Total]
-                    .into_iter()
-                    .filter(|&t| s.wheel[t as usize].is_some())
-                    .collect();
-                let timer = if sel < 224 && !live.is_empty() {
-                    live[usize::from(sel) % live.len()]
-                } else {
-                    // A timer that is not live never fires in a host; the
-                    // machine must ignore such a report anyway.
-                    [Timer::Wait, Timer::Attempt, Timer::Total][usize::from(sel % 3)]
-                };
-                s.wheel[timer as usize] = None;
-                s.m.timer_fired(timer, now, &mut budgets);
-            }
-            7 => {
-                let reason = match inp.byte() % 5 {
-                    0 => AbortReason::Manual,
-                    1 => AbortReason::NewExecution,
-                    2 => AbortReason::ExecutionTimeout,
-                    3 => AbortReason::TotalTimeout,
-                    _ => AbortReason::Signal,
-                };
-                s.m.abort(reason);
-            }
-            8 | 9 => {
-                let sel = inp.byte();
-                let target = if sel < 224 {
-                    if s.open_evals.is_empty() {
-                        None
-                    } else {
-                        let (gen, what) =
-                            s.open_evals.remove(usize::from(sel) % s.open_evals.len());
-                        Some((gen, Some(what)))
-                    }
-                } else {
-                    let gen = match inp.byte() {
-                        b @ 0..=250 => s.m.last_gen().wrapping_sub(u32::from(b % 3)),
-                        _ => inp.u32(),
-                    };
-                    if let Some(k) = s.open_evals.iter().position(|&(g, _)| g == gen) {
-                        s.open_evals.remove(k);
-                    } else if s.live_gen(gen) {
-                        s.realistic = false;
-                    }
-                    Some((gen, None))
-                };
-                if let Some((gen, what)) = target {
-                    let mut value = provided(&mut inp, what);
-                    let count = matches!(what, None | Some(Eval::MaxAttempts));
-                    if let Provided::Number(v) = value {
-                        if count && s.m.policy().hedge.is_some() && v > HEDGE_BOUND {
-                            value = Provided::Number(HEDGE_BOUND);
-                        }
-                    }
-                    s.m.provide(gen, value, now, &mut budgets);
-                }
-            }
-            10 => {
-                let gen = s.m.last_gen().wrapping_sub(u32::from(inp.byte() % 3));
-                s.m.callback_threw(gen);
-            }
+            5 | 6 => s.fire(&mut inp, now, &mut budgets),
+            7 => s.abort(&mut inp),
+            8 | 9 => s.answer(&mut inp, now, &mut budgets),
+            10 => s.threw(&mut inp),
             11 => s.m.reset(),
             12 => {
                 if let Some(p) = staged_policy(&mut inp, s.m.policy()) {
                     s.set_policy(p);
                 }
             }
-            13 => match inp.byte() % 4 {
-                0 => s.m.set_listeners(inp.bool()),
-                3 => {
-                    // A beforeRetry hook decided (or a stray answer).
-                    let sel = inp.byte();
-                    let (gen, attempt) = if sel < 224 && !s.open_gates.is_empty() {
-                        s.open_gates
-                            .remove(usize::from(sel) % s.open_gates.len())
-                    } else {
-                        let gen = s.m.last_gen().wrapping_sub(u32::from(sel % 3));
-                        (gen, u32::from(inp.byte() % 6))
-                    };
-                    let answer = match inp.byte() % 4 {
-                        0 => Provided::Bool(false),
-                        1 => Provided::Threw,
-                        2 => Provided::Nothing,
-                        _ => Provided::Bool(true),
-                    };
-                    s.m.answer_gate(gen, attempt, answer, now);
-                }
-                _ => s.m.set_enabled_hint(inp.bool()),
-            },
-            _ => {
-                now = match inp.byte() % 4 {
-                    0 | 1 => now + f64::from(inp.byte()),
-                    2 => now + f64::from(inp.u32()),
-                    _ => inp.f64(),
-                };
-            }
+            13 => s.host_input(inp.byte() % 4, &mut inp, now),
+            _ => now = next_clock(&mut inp, now),
         }
         if op >> 4 < 12 {
             s.drain(&mut budgets);
@@ -1142,4 +1206,569 @@ pub fn run_machine(data: &[u8]) -> MachineRun {
         total.realistic &= s.realistic;
     }
     total
+}
+
+// ----- target 3: retryers sharing a circuit breaker -----
+
+/// The circuits of the breaker target: most retryers share the first.
+const BREAKER_KEYS: [&str; 3] = ["", "https://a.example", "https://b.example"];
+
+/// The answers the breaker target's host gives a `breakDuration` function,
+/// in turn (0 among them: a probe is let through at once).
+const BREAK_ANSWERS: [f64; 5] = [0.0, 1.0, 30.0, 700.0, 5000.0];
+
+/// What one breaker run did, summed over its retryers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BreakerRun {
+    pub machines: u32,
+    pub inputs: u32,
+    pub invokes: u32,
+    /// Attempts the breaker let through (their function was called).
+    pub permitted: u32,
+    /// Attempts it refused (nothing was called).
+    pub refused: u32,
+    /// Permits granted by a half-open circuit.
+    pub probes: u32,
+    pub transitions: u32,
+    /// Flows that gave up with 'circuit-open'.
+    pub circuit_open: u32,
+    pub finishes: u32,
+    /// Every input was one a real host could send, so the leak checks ran.
+    pub realistic: bool,
+}
+
+/// A permit held by a running attempt, with what the host knows of it.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    permit: Permit,
+    key: &'static str,
+    /// A half-open circuit's probe, by id.
+    probe: Option<u64>,
+    /// The circuit's epoch (as the host counts it) when it was given.
+    epoch: u64,
+}
+
+/// What the host knows of one circuit.
+#[derive(Debug, Default)]
+struct Track {
+    /// Probes of the current half-open period not recorded or released
+    /// yet (any transition ends the period: the breaker no longer counts
+    /// the probes given before it).
+    out: BTreeSet<u64>,
+    /// Probes of the current period that succeeded.
+    passed: u32,
+    /// The break the circuit last opened for.
+    break_ms: f64,
+    /// Bumped by every change that makes older permits stale.
+    epoch: u64,
+}
+
+/// The breaker, shared by every retryer, and its host's bookkeeping.
+struct Circuits {
+    b: Breaker,
+    half_open_calls: usize,
+    dynamic: bool,
+    next_answer: usize,
+    tracks: BTreeMap<&'static str, Track>,
+    /// Every opening, `(circuit, epoch)`: a late answer to an older one
+    /// must change nothing.
+    openings: Vec<(u32, u32)>,
+    next_probe: u64,
+    /// The clock never went back nor left the finite numbers, so the
+    /// hints can be checked.
+    sane_clock: bool,
+    run: BreakerRun,
+}
+
+/// One retryer's side of the breaker: its key, the permits its running
+/// attempts hold, the attempts refused.
+struct Tap {
+    key: &'static str,
+    permits: BTreeMap<(u32, u32), Held>,
+    /// Refused attempts the machine took as failures.
+    refused: BTreeSet<(u32, u32)>,
+    /// Its host asks `closed_permit` first, as the engine does, and the
+    /// clock only when the circuit is not closed.
+    closed_first: bool,
+}
+
+/// Breaker settings from fuzz bytes: mostly values in range, sometimes any
+/// number; settings `check` refuses are replaced by the defaults.
+fn breaker_settings(inp: &mut Input<'_>) -> Settings {
+    let tag = inp.byte();
+    let mut s = Settings {
+        dynamic_break: tag & 2 != 0,
+        ..Settings::default()
+    };
+    if tag & 1 == 0 {
+        return s;
+    }
+    let mut pick = |table: &[f64]| {
+        let b = inp.byte();
+        if b < 240 {
+            table[usize::from(b) % table.len()]
+        } else {
+            inp.f64()
+        }
+    };
+    s.failure_ratio = pick(&[0.5, 1.0, 0.2, 0.07]);
+    s.minimum_throughput = pick(&[1.0, 2.0, 3.0, 10.0]);
+    s.sampling_duration = pick(&[1000.0, 30_000.0, 100.0, 1.0]);
+    s.consecutive_failures = pick(&[0.0, 1.0, 2.0, 5.0]);
+    s.break_duration = pick(&[0.0, 1.0, 50.0, 5000.0]);
+    s.half_open_calls = pick(&[1.0, 2.0, 3.0]);
+    match s.check() {
+        Ok(()) => s,
+        Err(_) => Settings {
+            dynamic_break: s.dynamic_break,
+            ..Settings::default()
+        },
+    }
+}
+
+impl Circuits {
+    /// A transition of `key`'s circuit: the half-open period (if any) is
+    /// over; an opening gets its break, a dynamic one answered at once.
+    fn transition(&mut self, key: &'static str, t: Option<Transition>) {
+        let Some(t) = t else {
+            return;
+        };
+        self.run.transitions += 1;
+        assert_eq!(self.b.key(t.circuit), key, "{t:?} names another circuit");
+        let dynamic = self.dynamic;
+        let track = self.tracks.entry(key).or_default();
+        track.out.clear();
+        track.passed = 0;
+        if t.why != Why::BreakEnded {
+            track.epoch += 1;
+        }
+        if t.to == CircuitState::Open {
+            track.break_ms = t.break_duration;
+            self.openings.push((t.circuit, t.epoch));
+            if dynamic {
+                let ms = BREAK_ANSWERS[self.next_answer % BREAK_ANSWERS.len()];
+                self.next_answer += 1;
+                self.b.set_break(t.circuit, t.epoch, ms);
+                track.break_ms = ms;
+            }
+        }
+    }
+
+    /// The attempt holding `held` ended at `now`: recorded (`Some(ok)`)
+    /// or its permit given back (`None`).
+    fn give_back(&mut self, held: Held, outcome: Option<bool>, now: f64) {
+        let track = self.tracks.entry(held.key).or_default();
+        let stale = held.epoch != track.epoch;
+        let current = held.probe.is_some_and(|id| track.out.remove(&id));
+        match outcome {
+            Some(ok) => {
+                let t = self.b.record(held.permit, ok, now);
+                if stale {
+                    assert_eq!(
+                        t, None,
+                        "a permit from before the last change moved the circuit"
+                    );
+                }
+                if current && ok && t.is_none() {
+                    track.passed += 1;
+                }
+                self.transition(held.key, t);
+            }
+            None => self.b.release(held.permit),
+        }
+    }
+
+    /// Attempt `attempt` of flow `gen` asks for a permit at `now`.
+    fn ask(&mut self, tap: &mut Tap, gen: u32, attempt: u32, now: f64) -> Result<(), f64> {
+        let key = tap.key;
+        let before = self.b.state(key, now);
+        let closed = if tap.closed_first {
+            self.b.closed_permit(key)
+        } else {
+            None
+        };
+        let (answer, t) = match closed {
+            Some(p) => {
+                assert_eq!(before, CircuitState::Closed, "a permit without the clock");
+                (Ok(p), None)
+            }
+            None => self.b.permit(key, now),
+        };
+        self.transition(key, t);
+        let hoc = self.half_open_calls;
+        let sane = self.sane_clock;
+        let track = self.tracks.entry(key).or_default();
+        match answer {
+            Ok(permit) => {
+                self.run.permitted += 1;
+                // A probe leaves the circuit half-open (the end of a break
+                // is taken up to CLOCK_SLACK ms early, so the state read
+                // before may still say open).
+                let after = self.b.state(key, now);
+                let probe = (after == CircuitState::HalfOpen).then(|| {
+                    self.next_probe += 1;
+                    self.next_probe
+                });
+                if let Some(id) = probe {
+                    self.run.probes += 1;
+                    track.out.insert(id);
+                    assert!(
+                        track.out.len() + track.passed as usize <= hoc,
+                        "{} probes out and {} passed, halfOpenCalls {hoc}",
+                        track.out.len(),
+                        track.passed
+                    );
+                }
+                let held = Held {
+                    permit,
+                    key,
+                    probe,
+                    epoch: track.epoch,
+                };
+                tap.permits.insert((gen, attempt), held);
+                Ok(())
+            }
+            Err(ms) => {
+                self.run.refused += 1;
+                match before {
+                    CircuitState::Isolated => assert_eq!(ms, f64::INFINITY, "isolated"),
+                    CircuitState::HalfOpen => {
+                        // Refused only with every probe taken.
+                        assert_eq!(
+                            track.out.len() + track.passed as usize,
+                            hoc,
+                            "half-open refused with {} probes out, {} passed",
+                            track.out.len(),
+                            track.passed
+                        );
+                        assert_eq!(ms, track.break_ms.max(MIN_HALF_OPEN_HINT));
+                    }
+                    CircuitState::Open if sane => assert!(ms > 0.0 && ms.is_finite(), "{ms}"),
+                    CircuitState::Open => {}
+                    CircuitState::Closed => panic!("a closed circuit refused"),
+                }
+                Err(ms)
+            }
+        }
+    }
+
+    /// Pops one effect of `s` and carries it out against the breaker.
+    fn pop(
+        &mut self,
+        s: &mut Sim,
+        tap: &mut Tap,
+        now: f64,
+        budgets: &mut Vec<Budget>,
+    ) -> Option<Effect> {
+        let e = s.pop(budgets)?;
+        match e {
+            Effect::Invoke { gen, attempt } => {
+                self.run.invokes += 1;
+                if let Err(ms) = self.ask(tap, gen, attempt, now) {
+                    // Nothing was called: nothing to settle, nothing the
+                    // machine owns. (An `Invoke` popped late, once its
+                    // flow moved on without it, may be refused too: the
+                    // machine ignores that refusal, and may still cancel
+                    // or time out the attempt it let go of.)
+                    s.open_attempts.retain(|&a| a != (gen, attempt));
+                    s.owned.remove(&(gen, attempt));
+                    if s.m.is_running(gen, attempt) {
+                        tap.refused.insert((gen, attempt));
+                    }
+                    s.m.attempt_refused(gen, attempt, ms, now, budgets);
+                    assert!(!s.m.is_running(gen, attempt), "a refused attempt runs");
+                }
+            }
+            Effect::TimeOut { gen, attempt } | Effect::CancelAttempt { gen, attempt } => {
+                assert!(
+                    !tap.refused.contains(&(gen, attempt)),
+                    "{e:?} of a refused attempt"
+                );
+                if let Some(held) = tap.permits.remove(&(gen, attempt)) {
+                    let timed_out = matches!(e, Effect::TimeOut { .. });
+                    self.give_back(held, timed_out.then_some(false), now);
+                }
+            }
+            Effect::AbortAttempt { gen, attempt, .. } => {
+                if let Some(held) = tap.permits.remove(&(gen, attempt)) {
+                    self.give_back(held, None, now);
+                }
+            }
+            Effect::Call {
+                gen,
+                cb: Cb::GiveUp,
+                arg,
+            } if arg == GiveUp::CircuitOpen as u32 => {
+                self.run.circuit_open += 1;
+                assert!(
+                    tap.refused.iter().any(|&(g, _)| g == gen),
+                    "gen {gen} gave up with 'circuit-open' without a refusal"
+                );
+            }
+            Effect::Finish { gen, .. } if s.realistic => {
+                let left: Vec<_> = tap.permits.keys().filter(|(g, _)| *g == gen).collect();
+                assert!(
+                    left.is_empty(),
+                    "gen {gen} finished holding permits {left:?}"
+                );
+            }
+            _ => {}
+        }
+        Some(e)
+    }
+
+    /// Pops everything; more than [`MAX_EFFECTS_PER_INPUT`] is a runaway.
+    fn drain(&mut self, s: &mut Sim, tap: &mut Tap, now: f64, budgets: &mut Vec<Budget>) {
+        for _ in 0..MAX_EFFECTS_PER_INPUT {
+            if self.pop(s, tap, now, budgets).is_none() {
+                s.check_idle();
+                return;
+            }
+        }
+        panic!("runaway: over {MAX_EFFECTS_PER_INPUT} effects from one input");
+    }
+}
+
+/// Target 3: retryers sharing a circuit breaker (and budgets), driven as
+/// the engine drives them: at each `Invoke` the host asks for a permit and
+/// calls nothing without one, feeding the refusal back at once; a settled
+/// attempt's outcome is recorded, a `TimeOut` is a failure, an
+/// `AbortAttempt` or `CancelAttempt` gives the permit back.
+///
+/// The header: the breaker settings (a tag byte whose bit 0 says six
+/// values follow and bit 1 that `breakDuration` is a function: see
+/// `breaker_settings`), up to 2 budgets, then 1 to 4 retryers, each a
+/// staged policy and its entropy as in the machine target; the entropy
+/// also picks the retryer's key (bits 1-2) and whether its host asks
+/// `closed_permit` first (bit 3). Inputs are the machine target's, with
+/// three of its own: op 10 isolates a circuit, op 11 resets one (a
+/// retryer's callback throwing and its `reset()` are left to the machine
+/// target), and op 13 with its argument at 1 or 2 (mod 4) reads every
+/// circuit (`state`, `look`) or answers an older opening's
+/// `breakDuration` late.
+///
+/// The rules, besides the machine target's: no panic; a half-open circuit
+/// never has more than halfOpenCalls probes out (nor granted in all), and
+/// refuses only when they are; a refusal's hint is Infinity when isolated,
+/// the break (at least 1 ms) when half-open, and positive when open;
+/// a refused attempt is never timed out nor cancelled; the outcome of a
+/// permit from before the circuit last changed changes nothing, and so
+/// does a late `breakDuration` answer; 'circuit-open' only for a flow with
+/// a refusal; when every flow finished, every permit was given back, and
+/// a half-open circuit still has each probe not yet passed to give.
+pub fn run_breaker(data: &[u8]) -> BreakerRun {
+    let mut inp = Input::new(data);
+    let settings = breaker_settings(&mut inp);
+    let mut budgets: Vec<Budget> = Vec::new();
+    for _ in 0..inp.byte() % 3 {
+        let (max, ratio) = (inp.f64(), inp.f64());
+        if let Ok(b) = Budget::new(max, ratio) {
+            budgets.push(b);
+        }
+    }
+    let mut sims: Vec<Sim> = Vec::new();
+    let mut taps: Vec<Tap> = Vec::new();
+    for _ in 0..1 + inp.byte() % 4 {
+        let mut policy = staged_policy(&mut inp, &Policy::default()).unwrap_or_default();
+        let entropy = inp.u64();
+        policy.before_retry = entropy & 1 == 1;
+        policy.breaker = true;
+        let mut sim = Sim::new(policy, entropy);
+        sim.breaker = true;
+        sims.push(sim);
+        // Half the retryers on the shared circuit.
+        let key = match entropy >> 1 & 3 {
+            0 | 1 => BREAKER_KEYS[0],
+            k => BREAKER_KEYS[k as usize - 1],
+        };
+        taps.push(Tap {
+            key,
+            permits: BTreeMap::new(),
+            refused: BTreeSet::new(),
+            closed_first: entropy >> 3 & 1 == 1,
+        });
+    }
+    let mut c = Circuits {
+        half_open_calls: settings.half_open_calls as usize,
+        dynamic: settings.dynamic_break,
+        b: Breaker::new(settings),
+        next_answer: 0,
+        tracks: BTreeMap::new(),
+        openings: Vec::new(),
+        next_probe: 0,
+        sane_clock: true,
+        run: BreakerRun::default(),
+    };
+    let mut now = 0.0f64;
+    let mut inputs = 0;
+
+    while !inp.is_empty() {
+        inputs += 1;
+        let i = usize::from(inp.byte()) % sims.len();
+        let (s, tap) = (&mut sims[i], &mut taps[i]);
+        let op = inp.byte();
+        match op & 15 {
+            0 | 1 => s.execute(&mut inp, op, now),
+            kind @ (2..=4) => {
+                if let Some((gen, attempt)) = s.settle_target(&mut inp) {
+                    let abort_error = kind != 2 && inp.byte() < 24;
+                    if let Some(held) = tap.permits.remove(&(gen, attempt)) {
+                        let outcome = (!abort_error).then_some(kind == 2);
+                        c.give_back(held, outcome, now);
+                    }
+                    if kind == 2 {
+                        s.m.attempt_ok(gen, attempt, now, &mut budgets);
+                    } else {
+                        s.m.attempt_err(gen, attempt, abort_error, now, &mut budgets);
+                    }
+                }
+            }
+            5 | 6 => s.fire(&mut inp, now, &mut budgets),
+            7 => s.abort(&mut inp),
+            8 | 9 => s.answer(&mut inp, now, &mut budgets),
+            10 => {
+                let key = BREAKER_KEYS[usize::from(inp.byte()) % BREAKER_KEYS.len()];
+                let t = c.b.isolate(key, now);
+                c.transition(key, t);
+            }
+            11 => {
+                let key = BREAKER_KEYS[usize::from(inp.byte()) % BREAKER_KEYS.len()];
+                let t = c.b.reset(key, now);
+                let was_closed = t.is_none();
+                c.transition(key, t);
+                if was_closed {
+                    // Closed already: its permits are stale all the same.
+                    let track = c.tracks.entry(key).or_default();
+                    track.epoch += 1;
+                }
+            }
+            12 => {
+                // Staged over the policy in force: the hook and the
+                // breaker stay.
+                if let Some(p) = staged_policy(&mut inp, s.m.policy()) {
+                    s.set_policy(p);
+                }
+            }
+            13 => match inp.byte() % 4 {
+                1 if c.sane_clock => {
+                    for k in 0..c.b.len() as u32 {
+                        let (state, calls, failures, retry_after) =
+                            c.b.look(k, now).expect("a circuit listed");
+                        assert_eq!(state, c.b.state(c.b.key(k), now), "look and state differ");
+                        assert!(failures <= calls, "{failures} failures of {calls} calls");
+                        assert_eq!(
+                            retry_after == f64::INFINITY,
+                            state == CircuitState::Isolated,
+                            "retryAfter {retry_after} when {state:?}"
+                        );
+                    }
+                }
+                2 => {
+                    // A late answer to an older opening: nothing changes.
+                    let k = usize::from(inp.byte());
+                    let latest: BTreeMap<u32, u32> = c.openings.iter().copied().collect();
+                    let stale: Vec<(u32, u32)> = c
+                        .openings
+                        .iter()
+                        .copied()
+                        .filter(|&(circuit, epoch)| latest.get(&circuit) != Some(&epoch))
+                        .collect();
+                    if let Some(&(circuit, epoch)) = stale.get(k % stale.len().max(1)) {
+                        let before = format!("{:?}", c.b);
+                        c.b.set_break(circuit, epoch, BREAK_ANSWERS[k % BREAK_ANSWERS.len()]);
+                        assert_eq!(
+                            format!("{:?}", c.b),
+                            before,
+                            "a late answer changed the breaker"
+                        );
+                    }
+                }
+                1 => {}
+                which => s.host_input(which, &mut inp, now),
+            },
+            _ => {
+                let next = next_clock(&mut inp, now);
+                if !(next.is_finite() && next >= now) {
+                    c.sane_clock = false;
+                }
+                now = next;
+            }
+        }
+        if op >> 4 < 12 {
+            c.drain(s, tap, now, &mut budgets);
+        } else {
+            for _ in 0..op >> 4 & 3 {
+                if c.pop(s, tap, now, &mut budgets).is_none() {
+                    break;
+                }
+            }
+        }
+        check_budgets(&budgets);
+    }
+
+    // Wind down as a host would, then every flow has settled, and (for a
+    // host that only sent what a real one could) every permit is back.
+    for (s, tap) in sims.iter_mut().zip(taps.iter_mut()) {
+        for _ in 0..64 {
+            c.drain(s, tap, now, &mut budgets);
+            if s.open_evals.is_empty() && s.open_gates.is_empty() && !s.m.is_active() {
+                break;
+            }
+            for (gen, _) in std::mem::take(&mut s.open_evals) {
+                s.m.provide(gen, Provided::Threw, now, &mut budgets);
+            }
+            for (gen, attempt) in std::mem::take(&mut s.open_gates) {
+                s.m.answer_gate(gen, attempt, Provided::Threw, now);
+            }
+            s.m.abort(AbortReason::Manual);
+        }
+        c.drain(s, tap, now, &mut budgets);
+        assert!(!s.m.is_active(), "a flow survived abort()");
+        for gen in 1..=s.m.last_gen() {
+            assert!(
+                s.finished.contains(&gen),
+                "execute() of gen {gen} never settled"
+            );
+        }
+    }
+    let realistic = sims.iter().all(|s| s.realistic);
+    if realistic {
+        for tap in &taps {
+            assert!(
+                tap.permits.is_empty(),
+                "permits never given back: {:?}",
+                tap.permits
+            );
+        }
+        // No probe is still counted as running.
+        let hoc = c.half_open_calls;
+        for (&key, track) in &c.tracks {
+            if c.b.state(key, now) != CircuitState::HalfOpen {
+                continue;
+            }
+            let mut b = c.b.clone();
+            let (first, t) = b.permit(key, now);
+            let expected = if t.is_some() {
+                hoc
+            } else {
+                hoc - track.passed as usize
+            };
+            let mut granted = usize::from(first.is_ok());
+            for _ in 0..hoc {
+                granted += usize::from(b.permit(key, now).0.is_ok());
+            }
+            assert_eq!(
+                granted, expected,
+                "circuit {key:?} has {granted} probes to give"
+            );
+        }
+    }
+    check_budgets(&budgets);
+    BreakerRun {
+        machines: sims.len() as u32,
+        inputs,
+        finishes: sims.iter().map(|s| s.run.finishes).sum(),
+        realistic,
+        ..c.run
+    }
 }

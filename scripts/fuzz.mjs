@@ -2,7 +2,7 @@
 // `npm run fuzz`: runs the cargo-fuzz targets of fuzz/ for a bounded time
 // each (issue 6). Separate from `npm test`: it needs the nightly toolchain.
 //
-//   npm run fuzz                          both targets, 60 s each
+//   npm run fuzz                          every target, 60 s each
 //   npm run fuzz -- --seconds 300         longer
 //   npm run fuzz -- machine               one target
 //   npm run fuzz -- --seconds 30 -- -dict=my.dict   extra libFuzzer flags
@@ -20,12 +20,12 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const fuzzDir = join(root, 'fuzz');
-const TARGETS = ['options', 'machine'];
+const TARGETS = ['options', 'machine', 'breaker'];
 
 function usage(msg) {
   if (msg) console.error(`fuzz: ${msg}`);
   console.error(
-    'usage: npm run fuzz -- [--seconds N] [options|machine ...] [-- libFuzzer flags]',
+    'usage: npm run fuzz -- [--seconds N] [options|machine|breaker ...] [-- libFuzzer flags]',
   );
   process.exit(2);
 }

@@ -1,15 +1,15 @@
 //! Native replays of the fuzz targets (issue 6), on stable, without
 //! libFuzzer: `fuzz/decode.rs` holds the byte decoding and every check of
-//! both targets, and is included both here and by
-//! `fuzz/fuzz_targets/{options,machine}.rs`, so a byte string the fuzzer
-//! reports replays here exactly as it ran there.
+//! the targets, and is included both here and by
+//! `fuzz/fuzz_targets/{options,machine,breaker}.rs`, so a byte string the
+//! fuzzer reports replays here exactly as it ran there.
 //!
 //! - hand-picked seeds of each target, with what they must reach;
 //! - every crash the fuzzer found, minimised (see the end);
 //! - `cargo test --test fuzz_regressions -- --ignored --nocapture`
 //!   replays the local corpus under `fuzz/corpus/` (git-ignored, grown by
 //!   `npm run fuzz`) and prints what it reached; it fails when there is no
-//!   corpus to replay.
+//!   corpus to replay (the breaker target's is replayed when present).
 
 include!("../fuzz/decode.rs");
 
@@ -256,6 +256,179 @@ fn machine_seed_hedged() {
     assert_eq!(run.timers, 2, "{run:?}");
 }
 
+// ----- breaker target -----
+
+/// Breaker settings (one failure trips, open 50 ms, one probe), no budget,
+/// two retryers on the circuit `''`: r0 with `maxAttempts: 3`, `baseWait:
+/// 10` and `onGiveUp`; r1 with `maxAttempts: 1` and `onGiveUp`.
+const BREAKER_HEADER: &[u8] = &[
+    1, 1, 0, 1, 1, 2, 0, // failureRatio 1, minimumThroughput 1, samplingDuration 30 s,
+    //                      consecutiveFailures 1, breakDuration 50, halfOpenCalls 1
+    0, // no budget
+    1, // 2 retryers
+    3, // r0: 3 options
+    0, 0, 3, 0, 5, // maxAttempts = 3
+    0, 2, 3, 0, 7, // baseWait = 10
+    0, 20, 8, // onGiveUp = function
+    0, 0, 0, 0, 0, 0, 0, 0, // r0 entropy: no hook, key ''
+    2, // r1: 2 options
+    0, 0, 3, 0, 2, // maxAttempts = 1
+    0, 20, 8, // onGiveUp = function
+    0, 0, 0, 0, 0, 0, 0, 0, // r1 entropy: no hook, key ''
+];
+
+/// r0's first attempt fails and trips the circuit; r1 is refused and gives
+/// up ('circuit-open'); r0's retry at 10 ms is refused too and waits the
+/// 40 ms left; at 50 ms its third attempt is the probe, and succeeds.
+const BREAKER_FLOWS: &[u8] = &[
+    0, 0, 100, // r0 execute: Invoke 1, permitted
+    0, 3, 0, 200, // attempt 1 fails: tripped, wait 10
+    1, 0, 100, // r1 execute: Invoke 1, refused: onGiveUp('circuit-open')
+    0, 15, 0, 10, // now = 10
+    0, 5, 0, // r0's wait ends: Invoke 2, refused, wait 40
+    0, 15, 0, 40, // now = 50
+    0, 5, 0, // r0's wait ends: Invoke 3, the break is over: the probe
+    0, 2, 0, // the probe succeeds: closed, r0 succeeds
+];
+
+#[test]
+fn breaker_seed_flows() {
+    let data = [BREAKER_HEADER, BREAKER_FLOWS].concat();
+    let run = run_breaker(&data);
+    assert_eq!(
+        run,
+        BreakerRun {
+            machines: 2,
+            inputs: 8,
+            invokes: 4,
+            permitted: 2,
+            refused: 2,
+            probes: 1,
+            transitions: 3,
+            circuit_open: 1,
+            finishes: 2,
+            realistic: true,
+        }
+    );
+}
+
+/// A `breakDuration` function (its answers come from `BREAK_ANSWERS` in
+/// turn: 0, then 1 ms) and two probes: r0 hedges (`maxAttempts: 3`,
+/// `hedge: 20`), r1 has `maxAttempts: 2` and `baseWait: 10`; both have
+/// `onGiveUp`.
+const BREAKER_PROBES: &[u8] = &[
+    3, 1, 0, 1, 1, 0, 1, // dynamic; failureRatio 1, minimumThroughput 1,
+    //                      samplingDuration 30 s, consecutiveFailures 1,
+    //                      breakDuration 0 (until answered), halfOpenCalls 2
+    0, // no budget
+    1, // 2 retryers
+    3, // r0: 3 options
+    0, 0, 3, 0, 5, // maxAttempts = 3
+    0, 31, 3, 4, 20, // hedge = 20
+    0, 20, 8, // onGiveUp = function
+    0, 0, 0, 0, 0, 0, 0, 0, // r0 entropy
+    3, // r1: 3 options
+    0, 0, 3, 0, 4, // maxAttempts = 2
+    0, 2, 3, 0, 7, // baseWait = 10
+    0, 20, 8, // onGiveUp = function
+    0, 0, 0, 0, 0, 0, 0, 0, // r1 entropy
+    // r0's attempt 1 fails: tripped, its break answered 0; attempt 2
+    // starts at once and is the first probe; r1's attempt 1 the second.
+    0, 0, 100, // r0 execute: Invoke 1
+    0, 3, 0, 200, // attempt 1 fails: tripped; Invoke 2: break-ended, probe
+    1, 0, 100, // r1 execute: Invoke 1, the second probe
+    0, 15, 0, 20, // now = 20
+    // r0's attempt 3, at its hedge time, is refused (both probes out,
+    // hint 1 ms) and was its last: r0 waits for attempt 2.
+    0, 5, 0, // the hedge time: Invoke 3, refused
+    0, 2, 0, // attempt 2 succeeds: one probe passed, r0 succeeds
+    1, 3, 0, 200, // r1's probe fails: probe-failed, break answered 1 ms
+    0, 13, 2, 0, // a late answer to the first opening: nothing changes
+    0, 10, 0, // isolate ''
+    1, 15, 0, 10, // now = 30
+    1, 5, 0, // r1's wait ends: Invoke 2, refused (Infinity): 'circuit-open'
+    0, 11, 0, // reset ''
+    0, 13, 1, // every circuit read
+];
+
+#[test]
+fn breaker_seed_probes() {
+    let run = run_breaker(BREAKER_PROBES);
+    assert_eq!(
+        run,
+        BreakerRun {
+            machines: 2,
+            inputs: 13,
+            invokes: 5,
+            permitted: 3,
+            refused: 2,
+            probes: 2,
+            transitions: 5,
+            circuit_open: 1,
+            finishes: 2,
+            realistic: true,
+        }
+    );
+}
+
+/// `breakDuration: 0`: r2 holds the only probe, and r0 (`maxAttempts:
+/// Infinity` within 100 ms, `onGiveUp`) is refused again and again. Each
+/// refusal waits 1 ms: before, its hint was 0 and r0 asked again at once,
+/// without end (over 10,000 effects from its execute()).
+const BREAKER_ZERO_BREAK: &[u8] = &[
+    1, 1, 0, 1, 1, 0, 0, // breakDuration 0, one failure trips, one probe
+    0, // no budget
+    2, // 3 retryers
+    3, // r0: 3 options
+    0, 0, 3, 0, 17, // maxAttempts = Infinity
+    0, 6, 3, 0, 8, // maxTotalExecutionTime = 100
+    0, 20, 8, // onGiveUp = function
+    0, 0, 0, 0, 0, 0, 0, 0, // r0 entropy
+    0, 0, 0, 0, 0, 0, 0, 0, 0, // r1: defaults
+    0, 0, 0, 0, 0, 0, 0, 0, 0, // r2: defaults
+    1, 0, 100, // r1 execute: Invoke 1
+    1, 3, 0, 200, // it fails: tripped, open for 0 ms
+    2, 0, 100, // r2 execute: Invoke 1, break-ended, the probe
+    0, 0, 100, // r0 execute: Invoke 1, refused: wait 1 ms
+    0, 15, 0, 1, // now = 1
+    0, 5, 0, // the wait ends: Invoke 2, refused
+    0, 15, 0, 1, // now = 2
+    0, 5, 0, // the wait ends: Invoke 3, refused
+];
+
+#[test]
+fn breaker_seed_zero_break() {
+    let run = run_breaker(BREAKER_ZERO_BREAK);
+    assert!(run.realistic, "{run:?}");
+    assert_eq!((run.machines, run.invokes), (3, 5), "{run:?}");
+    assert_eq!(
+        (run.permitted, run.refused, run.probes),
+        (2, 3, 1),
+        "{run:?}"
+    );
+    assert_eq!(run.transitions, 2, "{run:?}");
+    assert_eq!(run.finishes, 3, "{run:?}");
+}
+
+#[test]
+fn breaker_tolerates_short_and_empty_input() {
+    run_breaker(&[]);
+    for seed in [
+        [BREAKER_HEADER, BREAKER_FLOWS].concat(),
+        BREAKER_PROBES.to_vec(),
+        BREAKER_ZERO_BREAK.to_vec(),
+    ] {
+        for len in 0..=seed.len() {
+            run_breaker(&seed[..len]);
+        }
+    }
+    for b in 0..=255u8 {
+        run_breaker(&[b]);
+        run_breaker(&[1, b]);
+        run_breaker(&[0, 0, 0, 0, 0, b, 0]);
+    }
+}
+
 // ----- crashes the fuzzer found -----
 //
 // Both from the harness, not the library: its bound on callback bits
@@ -349,4 +522,18 @@ fn replay_local_corpus() {
             r.timers > 0
         )
     });
+    // The breaker target is younger: a corpus grown before it has none.
+    let breaker = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/breaker");
+    if breaker.is_dir() {
+        replay_dir("breaker", |d| {
+            let r = run_breaker(d);
+            format!(
+                "realistic {} refused>0 {} probes>0 {} circuit-open>0 {}",
+                r.realistic,
+                r.refused > 0,
+                r.probes > 0,
+                r.circuit_open > 0
+            )
+        });
+    }
 }

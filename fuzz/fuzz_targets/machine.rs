@@ -5,7 +5,7 @@
 //! in `fuzz/decode.rs`, shared with `tests/fuzz_regressions.rs`.
 
 #![no_main]
-// Each target uses half of the shared file.
+// Each target uses a part of the shared file.
 #![allow(dead_code)]
 
 use libfuzzer_sys::fuzz_target;

@@ -254,11 +254,13 @@ impl Work<'_> {
                 stop
             };
             if g.refused {
-                // Nothing was sent: the budget is not asked. With no
-                // attempt left, or a hint past the deadline (or none before
-                // a reset), the flow gives up at once.
+                // Nothing was sent: the budget is not asked. With a hint
+                // past the deadline (or none before a reset) the flow gives
+                // up at once; whatever ends it, `conclude` reports
+                // 'circuit-open' for a refusal (`shouldRetry` false still
+                // ends a hedged flow at once).
                 let wait = g.retry_after.flatten().unwrap_or(f64::INFINITY);
-                if verdict.is_some() || now + wait >= deadline {
+                if verdict.is_none() && now + wait >= deadline {
                     verdict = Some(GiveUp::CircuitOpen);
                 }
             } else if let Some(b) = budget {
@@ -269,8 +271,9 @@ impl Work<'_> {
             }
             *refused = g.refused;
             if let Some(h) = hedge.as_deref_mut() {
-                if verdict == Some(GiveUp::BudgetExhausted) {
-                    // Once the budget refused, no attempt starts.
+                if matches!(verdict, Some(GiveUp::BudgetExhausted | GiveUp::CircuitOpen)) {
+                    // Once the budget refused, or a refusal gave up, no
+                    // attempt starts.
                     h.stop = verdict;
                     if !h.hint {
                         h.next_due = f64::INFINITY;
@@ -301,14 +304,15 @@ impl Work<'_> {
             }
             return;
         }
-        let backoff = !hedged && policy.intervals.is_none();
+        // A refusal's hint is its wait: no delay function is asked.
+        let backoff = !hedged && policy.intervals.is_none() && !g.refused;
         let uses_base = backoff && policy.backoff != Backoff::Custom;
         if uses_base && policy.base_wait == Num::Dynamic && g.base_wait.is_none() {
             let step = ask(g, gen, Eval::BaseWait);
             self.push(step);
             return;
         }
-        if !hedged && policy.max_wait == Num::Dynamic && g.max_wait.is_none() {
+        if !hedged && !g.refused && policy.max_wait == Num::Dynamic && g.max_wait.is_none() {
             let step = ask(g, gen, Eval::MaxWait);
             self.push(step);
             return;
