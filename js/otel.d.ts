@@ -6,7 +6,7 @@ import type { MeterProvider, TracerProvider } from '@opentelemetry/api';
 export interface InstrumentRetriesOptions {
   /** Makes the `retry` and `retry attempt <n>` spans. @default the global tracer provider (`trace.getTracer`) */
   tracerProvider?: TracerProvider;
-  /** Makes the `retry.attempts` counter and the `retry.duration` histogram. @default the global meter provider (`metrics.getMeter`) */
+  /** Makes the `retry.attempts` and `retry.circuit.transitions` counters and the `retry.duration` histogram. @default the global meter provider (`metrics.getMeter`) */
   meterProvider?: MeterProvider;
 }
 
@@ -14,7 +14,7 @@ export interface InstrumentRetriesOptions {
  * Records every retry flow (each `execute()`, `asyncRetry` call and
  * `retryFetch` call) as OpenTelemetry spans and metrics, from the engine's
  * tracing channels (`retry-wasm:execute`, `retry-wasm:attempt`,
- * `retry-wasm:backoff`):
+ * `retry-wasm:backoff`, `retry-wasm:breaker`):
  *
  * - a span per flow, `retry <key>` (or `retry`), a child of the context
  *   active when the flow started, with `retry.attempts`, and `retry.reason`
@@ -23,12 +23,16 @@ export interface InstrumentRetriesOptions {
  *   `retry.hedged`, and on `retryFetch` attempts after the first
  *   `http.request.resend_count`; active while the function runs, so the
  *   attempt's own I/O (undici's HTTP spans) is its child. A failed attempt
- *   has ERROR status, the exception recorded and `error.type`; one the
+ *   has ERROR status, the exception recorded and `error.type` (an attempt
+ *   a circuit breaker refused: `CircuitOpenError`); one the
  *   engine aborted (a losing hedge, an abort, a deadline) has
  *   `retry.aborted: true`;
  * - the counter `retry.attempts` (`{attempt}`, by `retry.outcome`:
  *   `success`, `failure`, `aborted`) and the histogram `retry.duration`
- *   (`s`, per flow, by `retry.outcome` and `retry.reason`).
+ *   (`s`, per flow, by `retry.outcome` and `retry.reason`);
+ * - the counter `retry.circuit.transitions` (`{transition}`), one per change
+ *   of a `CircuitBreaker`'s circuit, by `retry.circuit.state`: the state
+ *   entered (`open`, `half-open`, `closed`, `isolated`).
  *
  * Where the host has no `node:diagnostics_channel` (browsers), it installs
  * its own channels in the engine. Returns the function that stops it (flows

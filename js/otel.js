@@ -14,6 +14,10 @@
 // (undici's HTTP spans, a browser fetch instrumentation) parents it there.
 // What is kept per flow or attempt is held by WeakMaps keyed by the
 // engine's context objects and retryers: it goes with the flow.
+//
+// Circuit breakers (SPEC §2e) publish each change of a circuit on
+// `channel('retry-wasm:breaker')`; each one is a point of the counter
+// `retry.circuit.transitions`, by the state entered.
 import { context, diag, metrics, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 /** The instrumentation scope: the package's name and version (checked against package.json by the otel stage). */
@@ -22,6 +26,9 @@ const VERSION = '0.1.0';
 
 /** Abort reasons: a flow that ended with one of these was cut short, not failed ('execution-timeout' is a failure, SPEC §1 rule 10). */
 const ABORTED = new Set(['manual', 'new-execution', 'total-timeout', 'signal']);
+
+/** The states a circuit enters (SPEC §2e): anything else on the channel is not recorded as a state. */
+const CIRCUIT_STATES = new Set(['closed', 'open', 'half-open', 'isolated']);
 
 /** Bucket bounds of `retry.duration` (s): OpenTelemetry's HTTP duration advice, stretched for flows that wait. */
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 120];
@@ -200,9 +207,11 @@ const guard = (fn) => (message) => {
 };
 
 /**
- * Records every retry flow as a span with a child span per attempt, and the
- * `retry.attempts` counter and `retry.duration` histogram; returns the
- * function that stops it. Without providers, OpenTelemetry's global ones.
+ * Records every retry flow as a span with a child span per attempt, the
+ * `retry.attempts` counter and `retry.duration` histogram, and every
+ * circuit breaker transition in the `retry.circuit.transitions` counter;
+ * returns the function that stops it. Without providers, OpenTelemetry's
+ * global ones.
  */
 export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
   const dc = channels();
@@ -222,6 +231,10 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
         unit: 's',
         description: 'Duration of retry flows, from the call to its settling, waits included',
         advice: { explicitBucketBoundaries: BUCKETS },
+      }),
+      transitions: meter.createCounter('retry.circuit.transitions', {
+        unit: '{transition}',
+        description: 'Transitions of circuit breakers, by the state each circuit entered',
       }),
     });
   };
@@ -339,6 +352,14 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
     flow?.span.addEvent('retry.backoff', { 'retry.attempt': m.attempt, 'retry.delay': m.delay / 1000 });
   });
 
+  // Only the state entered: the circuit's key is an origin or a caller's
+  // own string, unbounded, so it stays out of the metric's attributes.
+  const onTransition = guard((m) => {
+    const state = isKey(m) ? m.to : undefined;
+    if (!CIRCUIT_STATES.has(state)) return;
+    instrument().transitions.add(1, { 'retry.circuit.state': state });
+  });
+
   // The attempt's span, active while its function runs: the store bound
   // to the attempt's `start` is the one OpenTelemetry's context lives in,
   // entered by the host as it enters any store (see contextStore).
@@ -365,10 +386,12 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
   const execute = dc.tracingChannel('retry-wasm:execute');
   const attempt = dc.tracingChannel('retry-wasm:attempt');
   const backoff = dc.channel('retry-wasm:backoff');
+  const breaker = dc.channel('retry-wasm:breaker');
   let stopped = false;
   execute.subscribe(flowHandlers);
   attempt.subscribe(attemptHandlers);
   backoff.subscribe(onBackoff);
+  breaker.subscribe(onTransition);
   bindContext();
 
   return function stop() {
@@ -378,6 +401,7 @@ export function instrumentRetries({ tracerProvider, meterProvider } = {}) {
     attempt.unsubscribe(attemptHandlers);
     if (store) attempt.start.unbindStore(store);
     backoff.unsubscribe(onBackoff);
+    breaker.unsubscribe(onTransition);
     // Flows still running are no longer seen: their spans end here.
     for (const ref of open) {
       const flow = ref.deref();

@@ -27,8 +27,11 @@
 //              and a signal, exhausted attempts, shouldRetry false, signal
 //              aborts, nesting, timeouts, abort(), hedged attempts,
 //              asyncRetry, retryFetch against a local server, callbacks
-//              that throw or re-enter):
-//              2,000 dropped retryers each, all collected, under 1 MB each
+//              that throw or re-enter, retryers and retryFetch calls
+//              sharing a CircuitBreaker through trips, refusals, probes and
+//              isolation, a breaker whose listener closes over it):
+//              2,000 dropped retryers each, all collected, breakers too,
+//              under 1 MB each
 //   short-lived  node --expose-gc cases/short-lived.mjs
 //              200,000 then 1,000,000 more short-lived retryers, a third
 //              failing once, no gc() in the loop: at most +8 MB, then at
@@ -37,7 +40,10 @@
 //              flows with 1-hour deadlines / waits, an outside signal, a
 //              budget, every kind of abort, a chaos run of hedged flows
 //              (hedged.mjs: every flow settles, every attempt that never
-//              settles has its signal aborted): the process exits by
+//              settles has its signal aborted), a chaos run of flows
+//              sharing circuit breakers (breaker.mjs: the same, and no
+//              circuit keeps a permit of a probe that was cut off: after
+//              the break every probe is let through): the process exits by
 //              itself within EXIT_LIMIT_MS of starting (control.mjs, a
 //              process that leaves a timer on purpose, must be caught)
 //
@@ -132,6 +138,7 @@ const CASES = [
   exitCase('signal-budget.mjs'),
   exitCase('aborted.mjs'),
   exitCase('hedged.mjs'),
+  exitCase('breaker.mjs'),
   exitCase('control.mjs', { expectLinger: true }),
 ].filter((c) => !only || only.has(c.group));
 

@@ -19,6 +19,11 @@
 //   AsyncRetryer … the same with a keyed retryer whose function calls fetch
 //   hedge …        two attempts at once, each with its span and its HTTP
 //                  span, the loser aborted
+//   CircuitBreaker …  trip, refusal, failed and successful probes,
+//                  isolate, reset: retry.circuit.transitions by the state
+//                  entered, the refused attempt's span (error.type
+//                  CircuitOpenError), a retryFetch call refused before any
+//                  request, a subscriber on retry-wasm:breaker that throws
 //   providers, stop …
 //
 //   node suite.mjs              the host's node:diagnostics_channel
@@ -51,7 +56,7 @@ if (fallback) {
   process.getBuiltinModule = (id) => (/^(node:)?diagnostics_channel$/.test(id) ? undefined : builtin.call(process, id));
 }
 // Imported after the patch above.
-const { AsyncRetryer, retryFetch } = await import('retry-wasm/fetch');
+const { AsyncRetryer, CircuitBreaker, CircuitOpenError, retryFetch } = await import('retry-wasm/fetch');
 const { instrumentRetries } = await import('retry-wasm/otel');
 const VERSION = JSON.parse(fs.readFileSync(createRequire(import.meta.url).resolve('retry-wasm/package.json'), 'utf8')).version;
 
@@ -179,7 +184,40 @@ function recordChannels() {
 
 function noSubscribers() {
   const t = ['retry-wasm:execute', 'retry-wasm:attempt'].map((n) => dc.tracingChannel(n));
-  return !t.some((c) => EVENTS.some((e) => c[e].hasSubscribers)) && !dc.channel('retry-wasm:backoff').hasSubscribers;
+  return !t.some((c) => EVENTS.some((e) => c[e].hasSubscribers)) && !['retry-wasm:backoff', 'retry-wasm:breaker'].some((n) => dc.channel(n).hasSubscribers);
+}
+
+/**
+ * The channel the engine publishes circuit changes on: the host's, or,
+ * without one, the channels retry-wasm/otel installed in the engine (kept
+ * where the engines of this realm meet, see js/otel.js).
+ */
+function breakerChannel() {
+  if (!fallback) return dc.channel('retry-wasm:breaker');
+  const own = globalThis[Symbol.for('retry-wasm.engines')]?.channels;
+  assert.ok(own, 'retry-wasm/otel installed its own channels');
+  return own.channel('retry-wasm:breaker');
+}
+
+/** retry.circuit.transitions as { state: count }, each point's attributes exactly { retry.circuit.state }. */
+function transitionCounts(m) {
+  const t = m['retry.circuit.transitions'];
+  assert.ok(t, 'a retry.circuit.transitions counter');
+  assert.equal(t.descriptor.type, 'COUNTER', 'retry.circuit.transitions is a Counter');
+  assert.equal(t.descriptor.unit, '{transition}');
+  const out = {};
+  for (const p of t.dataPoints) {
+    assert.deepEqual(Object.keys(p.attributes), ['retry.circuit.state']);
+    if (p.value) out[p.attributes['retry.circuit.state']] = p.value;
+  }
+  return out;
+}
+
+/** The `to` of each change, counted: what retry.circuit.transitions must show. */
+function countStates(changes) {
+  const out = {};
+  for (const c of changes) out[c.to] = (out[c.to] ?? 0) + 1;
+  return out;
 }
 
 /** The span tree under `root`, one line per span or span event, indented, with attributes (undici's: the HTTP ones). */
@@ -759,6 +797,147 @@ async function otelCases() {
       return 'caller > retry outer > attempt 1 > retry inner > attempt 1 > GET';
     } finally {
       stop();
+    }
+  });
+
+  await test('CircuitBreaker: trip, refusal, probes, isolate: transitions counted', async () => {
+    const stop = instrumentRetries();
+    const changes = [];
+    const published = [];
+    const onPublish = (m) => published.push(m);
+    // The host's channel only: in the own-channels run nothing but otel may listen there.
+    if (!fallback) dc.channel('retry-wasm:breaker').subscribe(onPublish);
+    try {
+      exporter.reset();
+      await retryMetrics();
+      const BREAK = 40;
+      const breaker = new CircuitBreaker({ consecutiveFailures: 2, breakDuration: BREAK, onStateChange: (c) => changes.push(c) });
+      let calls = 0;
+      const reasons = [];
+      const down = new AsyncRetryer(async () => {
+        calls++;
+        throw new Error('down');
+      }, { key: 'cb', breaker, maxAttempts: 3, baseWait: 1, onGiveUp: (e, reason) => reasons.push(reason) });
+      // Attempts 1 and 2 fail and trip it; attempt 3 is refused; with no attempt left the flow gives up.
+      const [, caller] = await underCaller(() => assert.rejects(down.execute(), (e) => e instanceof CircuitOpenError && e.name === 'CircuitOpenError'));
+      assert.equal(calls, 2, 'the refused attempt called nothing');
+      assert.deepEqual(reasons, ['circuit-open']);
+      assert.equal(breaker.state(), 'open');
+      const spans = exporter.getFinishedSpans();
+      const { flow, attempts } = checkFlowSpans(spans, caller, { name: 'retry cb', attempts: 3, http: false });
+      assert.equal(flow.attributes['retry.reason'], 'circuit-open');
+      checkFailed(flow, 'CircuitOpenError');
+      checkFailed(attempts[0], 'Error');
+      checkFailed(attempts[1], 'Error');
+      checkFailed(attempts[2], 'CircuitOpenError');
+      assert.match(attempts[2].status.message, /circuit .*open/, "the refused attempt's status is the CircuitOpenError's message");
+      let m = await retryMetrics();
+      assert.deepEqual(transitionCounts(m), { open: 1 });
+      assert.deepEqual(attemptCounts(m), { failure: 3 }, 'the refused attempt counted as a failure');
+      assert.deepEqual(durations(m).map((p) => p.attributes), [{ 'retry.outcome': 'failure', 'retry.reason': 'circuit-open' }]);
+
+      // The break ends: a probe that fails reopens it, one that succeeds closes it.
+      await sleep(BREAK + 10);
+      await assert.rejects(new AsyncRetryer(async () => { throw new Error('still down'); }, { breaker, maxAttempts: 1 }).execute(), /still down/);
+      assert.equal(breaker.state(), 'open');
+      await sleep(BREAK + 10);
+      assert.equal(await new AsyncRetryer(async () => 'up', { breaker, maxAttempts: 1 }).execute(), 'up');
+      assert.equal(breaker.state(), 'closed');
+      breaker.isolate();
+      breaker.reset();
+      assert.deepEqual(changes.map((c) => `${c.from}>${c.to} ${c.reason}`), [
+        'closed>open tripped',
+        'open>half-open break-ended',
+        'half-open>open probe-failed',
+        'open>half-open break-ended',
+        'half-open>closed probe-succeeded',
+        'closed>isolated isolated',
+        'isolated>closed reset',
+      ]);
+      m = await retryMetrics();
+      const counts = transitionCounts(m);
+      assert.deepEqual(counts, { 'half-open': 2, open: 1, closed: 2, isolated: 1 });
+      assert.deepEqual(transitionCounts(m), countStates(changes.slice(1)), 'one point per change, by the state entered');
+      if (!fallback) {
+        assert.equal(published.length, changes.length, 'each change published once on retry-wasm:breaker');
+        for (const [i, c] of changes.entries()) assert.deepEqual({ ...published[i] }, { ...c }, `change ${i + 1} on the channel is the onStateChange object`);
+      }
+      breaker.free();
+      return `refused attempt error.type CircuitOpenError, flow retry.reason circuit-open; transitions ${JSON.stringify(countStates(changes))}`;
+    } finally {
+      if (!fallback) dc.channel('retry-wasm:breaker').unsubscribe(onPublish);
+      stop();
+    }
+  });
+
+  await test('CircuitBreaker: a retryFetch call refused before any request', async () => {
+    const stop = instrumentRetries();
+    try {
+      exporter.reset();
+      await retryMetrics();
+      const breaker = new CircuitBreaker();
+      // One circuit per origin: isolating this server's refuses its requests only.
+      breaker.isolate(server.base);
+      const api = retryFetch({ breaker, baseWait: 1, maxAttempts: 3 });
+      const [err, caller] = await underCaller(() => api(server.url('/ok?id=refused')).then(() => null, (e) => e));
+      assert.ok(err instanceof CircuitOpenError, `rejected with ${err}`);
+      assert.equal(err.key, server.base);
+      assert.equal(err.retryAfter, Infinity);
+      assert.equal(server.count('refused'), 0, 'no request was sent');
+      const spans = exporter.getFinishedSpans();
+      assert.equal(undiciSpans(spans).length, 0, 'no HTTP span');
+      const { flow, attempts } = checkFlowSpans(spans, caller, { name: 'retry', attempts: 1, http: false });
+      assert.equal(flow.attributes['retry.reason'], 'circuit-open');
+      checkFailed(flow, 'CircuitOpenError');
+      checkFailed(attempts[0], 'CircuitOpenError');
+      const m = await retryMetrics();
+      assert.deepEqual(transitionCounts(m), { isolated: 1 });
+      assert.deepEqual(attemptCounts(m), { failure: 1 });
+      breaker.free();
+      return 'isolated origin: 1 attempt span, error.type CircuitOpenError, no request, no HTTP span';
+    } finally {
+      stop();
+    }
+  });
+
+  await test('CircuitBreaker: a subscriber on retry-wasm:breaker that throws fails nothing', async () => {
+    // The host reports a throwing subscriber as its own uncaught error (Node
+    // on the next tick; the own channels on a timer): caught here, and
+    // nothing of the flow, the breaker or the metric may change for it.
+    const boom = new Error('a breaker subscriber that throws');
+    const subscriber = () => {
+      throw boom;
+    };
+    const uncaught = [];
+    const onUncaught = (e) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    const stop = instrumentRetries();
+    const channel = breakerChannel();
+    channel.subscribe(subscriber);
+    try {
+      await retryMetrics();
+      const changes = [];
+      const breaker = new CircuitBreaker({ consecutiveFailures: 1, breakDuration: 20, onStateChange: (c) => changes.push(c.to) });
+      let n = 0;
+      // Fails, trips the circuit, is refused (its wait is the break), then probes and succeeds.
+      const r = new AsyncRetryer(async () => {
+        if (++n === 1) throw new Error('once');
+        return 'through';
+      }, { breaker, maxAttempts: 4, baseWait: 1 });
+      assert.equal(await r.execute(), 'through');
+      assert.equal(n, 2, 'the function ran twice: the refused attempt in between called nothing');
+      assert.deepEqual(changes, ['open', 'half-open', 'closed']);
+      assert.equal(breaker.state(), 'closed');
+      assert.deepEqual(transitionCounts(await retryMetrics()), { open: 1, 'half-open': 1, closed: 1 }, 'otel still counted every change');
+      await sleep(20);
+      assert.ok(uncaught.length === changes.length && uncaught.every((e) => e === boom), `the subscriber's throw is the host's uncaught error, once per change (got ${uncaught.length})`);
+      breaker.free();
+      return `the flow resolved through trip, refusal and probe; ${uncaught.length} uncaught subscriber errors, 3 transitions counted`;
+    } finally {
+      channel.unsubscribe(subscriber);
+      stop();
+      await sleep(10);
+      process.off('uncaughtException', onUncaught);
     }
   });
 

@@ -15,21 +15,29 @@
 // one-shots; retryFetch calls against a local server (each call's
 // retryer, reached through its callbacks); retryFetch calls under one
 // caller signal that outlives them all, with a beforeRetry hook, their
-// responses never read; and callbacks that throw, re-enter (abort,
-// execute, setOptions, reset) or keep a reference to their retryer.
+// responses never read; callbacks that throw, re-enter (abort,
+// execute, setOptions, reset) or keep a reference to their retryer; and
+// circuit breakers (SPEC §2e rule 7): retryers sharing one breaker through
+// success, failures that trip it, refused attempts, probes held, cancelled,
+// failed and passed, and isolate; a breaker whose onStateChange and
+// breakDuration close over the breaker itself (what the engine keeps to
+// call them must not keep the breaker); and retryFetch calls
+// through a breaker that trips on a 503 and closes on the probe's 200. Each
+// of those breakers is watched as well: one nobody references is collected.
 //
 // An Error thrown by the wrapped function matters here: V8 keeps the frames
 // it was thrown from, receiver included (the retryer), until its stack is
 // read, so a library that keeps the error where the collector cannot see
 // the cycle keeps the retryer forever.
 import http from 'node:http';
-import { AsyncRetryer, asyncRetry, retryFetch } from 'retry-wasm/fetch';
+import { AsyncRetryer, CircuitBreaker, CircuitOpenError, asyncRetry, retryFetch } from 'retry-wasm/fetch';
 import { MB, check, fmtDelta, report, settle, snapshot } from './lib.mjs';
 
 const N = Number(process.env.LEAKS_COLLECTED ?? 2_000);
 const LIMIT = 1 * MB;
 const WARMUP = 200;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const HOUR = 3_600_000;
 /** The caller's signal of the long-lived-signal kind, never aborted. */
 const LONG_LIVED = new AbortController();
 
@@ -48,8 +56,8 @@ async function flakyServer() {
 
 /**
  * The kinds: each `run(watch, i)` makes its retryer(s), hands each to
- * `watch`, runs the flow and checks its outcome. `per` is how many objects
- * one run watches.
+ * `watch`, runs the flow and checks its outcome. Every object handed to
+ * `watch` must be collected.
  */
 const KINDS = [
   {
@@ -117,7 +125,6 @@ const KINDS = [
   },
   {
     name: 'an inner retryer fails once inside an outer attempt',
-    per: 2,
     async run(watch) {
       let k = 0;
       const inner = watch(new AsyncRetryer(async () => { if (k++ === 0) throw new Error('inner once'); return 'in'; }, { baseWait: 0 }));
@@ -184,7 +191,6 @@ const KINDS = [
   },
   {
     name: 'retryFetch calls (each call, its retryer and the function)',
-    per: 2,
     // Node's own fetch grows ~2.5 MB over its first couple of thousand
     // requests (measured with plain fetch() to the same server), then
     // stays flat: that is not ours to count.
@@ -200,7 +206,6 @@ const KINDS = [
   },
   {
     name: 'retryFetch calls under one long-lived caller signal, with beforeRetry, responses left unread',
-    per: 3,
     warmup: 4_000,
     async run(watch, i, server) {
       let call = null;
@@ -213,6 +218,121 @@ const KINDS = [
       watch(call.error);
       // Never read: collected with its body all the same.
       watch(response);
+    },
+  },
+  {
+    name: 'retryers sharing a CircuitBreaker: success, trip, refusals, probes held/cancelled/failed/passed, isolate',
+    // The loop runs no gc, so every breaker and retryer of a kind is alive
+    // in the engine's memory until the end; that high-water mark (~2 MB for
+    // 2,000 of these, then flat run after run) is reached here first.
+    warmup: 4_000,
+    async run(watch, i) {
+      const probes = 1 + (i % 2);
+      // Read at every opening: an hour keeps the circuit open (refusals
+      // are certain), 0 lets the next attempt be a probe at once.
+      let pause = HOUR;
+      const changes = [];
+      const breaker = watch(
+        new CircuitBreaker({ consecutiveFailures: 2, halfOpenCalls: probes, breakDuration: () => pause, onStateChange: (c) => changes.push(c.reason) }),
+      );
+      const opts = { breaker, baseWait: 0, throwOnError: false };
+      const failing = (maxAttempts, more) => watch(new AsyncRetryer(async () => { throw new Error('down'); }, { ...opts, maxAttempts, ...more }));
+      check((await watch(new AsyncRetryer(async () => 42, opts)).execute()) === 42, 'a closed circuit did not let the call through');
+
+      // Two failures trip it; the third attempt is refused, no attempt is left.
+      let gaveUp;
+      check((await failing(3, { onGiveUp: (e, reason) => { gaveUp = reason; } }).execute()) === undefined, 'the tripping flow did not resolve undefined');
+      check(gaveUp === 'circuit-open' && breaker.state() === 'open', `tripped: gave up '${gaveUp}', circuit ${breaker.state()}`);
+      // A one-shot refused outright: an hour's wait would cross its deadline.
+      let called = false;
+      const refused = await watch(asyncRetry(async () => { called = true; }, { breaker, maxAttempts: 5, maxTotalExecutionTime: 1_000 }))().then(() => null, (e) => e);
+      check(refused instanceof CircuitOpenError && refused.retryAfter > 0 && !called, `the refused one-shot: ${refused}, called ${called}`);
+
+      // Probes: the break is 0 now, so the next attempt is one.
+      breaker.reset();
+      pause = 0;
+      await failing(2).execute();
+      check(breaker.state() === 'half-open', `after the second trip: ${breaker.state()}`);
+      let open;
+      const gate = new Promise((r) => { open = r; });
+      const held = Array.from({ length: probes }, () => watch(new AsyncRetryer(async () => { await gate; return 'late'; }, opts)));
+      const running = held.map((r) => r.execute());
+      // Every probe is out: one more attempt is refused (twice) and gives up.
+      let extra = 0;
+      check((await watch(new AsyncRetryer(async () => { extra++; }, { ...opts, maxAttempts: 2 })).execute()) === undefined && extra === 0, 'an attempt beyond halfOpenCalls was let through');
+      // A cancelled probe gives its permit back; the probe that takes it fails and reopens the circuit.
+      held[0].abort();
+      await failing(1).execute();
+      // The held probes were let through before that opening: their success changes nothing.
+      open();
+      await Promise.all(running);
+      check(breaker.state() === 'half-open', `held probes that ended after a reopening moved the circuit to ${breaker.state()}`);
+      const passing = Array.from({ length: probes }, () => watch(new AsyncRetryer(async () => 'up', opts)).execute());
+      check((await Promise.all(passing)).every((v) => v === 'up') && breaker.state() === 'closed', `the passing probes left the circuit ${breaker.state()}`);
+
+      // Isolated: refused with an Infinity hint, given up at once.
+      breaker.isolate();
+      gaveUp = undefined;
+      const isolated = watch(new AsyncRetryer(async () => { called = true; }, { ...opts, maxAttempts: 5, onGiveUp: (e, reason) => { gaveUp = e; } }));
+      check((await isolated.execute()) === undefined && gaveUp?.retryAfter === Infinity && !called, 'the isolated circuit let the call through');
+      breaker.reset();
+      const snap = breaker.snapshot();
+      check(snap['']?.state === 'closed' && snap[''].calls === 0 && changes.includes('probe-succeeded'), `snapshot ${JSON.stringify(snap)}, changes ${changes}`);
+    },
+  },
+  {
+    name: 'a CircuitBreaker whose onStateChange and breakDuration close over it',
+    warmup: 2_000,
+    async run(watch, i) {
+      const seen = [];
+      // The functions reach the breaker through their closure, the way
+      // user code does, and the listener also through its second argument.
+      const breaker = watch(
+        new CircuitBreaker({
+          consecutiveFailures: 1,
+          breakDuration: () => (i % 2 ? breaker.state() && HOUR : HOUR),
+          onStateChange: (change, me) => seen.push(`${change.to}:${me === breaker}:${breaker.state(change.key)}`),
+        }),
+      );
+      const r = watch(new AsyncRetryer(async () => { throw new Error('x'); }, { breaker, maxAttempts: 2, baseWait: 0, throwOnError: false }));
+      check((await r.execute()) === undefined, 'the failing flow did not resolve undefined');
+      breaker.isolate();
+      breaker.reset();
+      check(seen.join() === 'open:true:open,isolated:true:isolated,closed:true:closed', `the listener saw ${seen}`);
+    },
+  },
+  {
+    name: 'retryFetch calls through a CircuitBreaker: a 503 trips it, a refusal waits, the probe 200 closes it',
+    warmup: 2_000,
+    note: 'attempts refused',
+    async run(watch, i, server) {
+      // 3 ms: the retry after the 503 comes well inside the break, is
+      // refused and waits for it (an attempt within 1 ms of its end counts
+      // as after it).
+      const breaker = watch(new CircuitBreaker({ consecutiveFailures: 1, breakDuration: 3 }));
+      let call = null;
+      let refusals = 0;
+      const f = watch(
+        retryFetch({
+          breaker,
+          baseWait: 0,
+          // Room for a refusal more, should a timer fire early.
+          maxAttempts: 6,
+          onRetry: (attempt, error, me) => { call = me; },
+          onError: (error) => { if (error instanceof CircuitOpenError) refusals++; },
+        }),
+      );
+      const response = await f(server.url);
+      check(response.status === 200 && (await response.text()) === 'ok', `call ${i} got ${response.status}`);
+      check(call !== null && breaker.state(new URL(server.url).origin) === 'closed', 'the call did not retry, or left its circuit open');
+      watch(call);
+      if (i % 2) {
+        // An isolated origin: refused before any request, rejected at once.
+        breaker.isolate(new URL(server.url).origin);
+        const e = await f(server.url).then(() => null, (err) => err);
+        check(e instanceof CircuitOpenError && e.retryAfter === Infinity, `the isolated origin's call ended with ${e}`);
+      }
+      return refusals;
     },
   },
   {
@@ -250,30 +370,34 @@ const KINDS = [
 
 /** Runs one kind `N` times; returns its figures. */
 async function kind(k, server) {
-  const per = k.per ?? 1;
   let finalized = 0;
+  let watched = 0;
   // Made here, in this function's scope, as are the retryers.
   const registry = new FinalizationRegistry(() => finalized++);
   const watch = (object) => {
     registry.register(object, undefined);
+    watched++;
     return object;
   };
   await settle();
   const before = snapshot();
   const t0 = performance.now();
-  for (let i = 0; i < N; i++) await k.run(watch, i, server);
+  // A kind may return a count of its own (see `note`), summed here.
+  let noted = 0;
+  for (let i = 0; i < N; i++) noted += (await k.run(watch, i, server)) ?? 0;
   await settle(10);
   // Finalizers run in tasks of their own after the collection.
-  for (let i = 0; i < 20 && finalized < N * per; i++) await settle(2);
+  for (let i = 0; i < 20 && finalized < watched; i++) await settle(2);
   const after = snapshot();
   return {
     name: k.name,
-    watched: N * per,
+    watched,
     finalized,
     delta: after.total - before.total,
     heapDelta: after.heap - before.heap,
     wasmDelta: after.wasm - before.wasm,
     secs: Number(((performance.now() - t0) / 1000).toFixed(2)),
+    ...(k.note ? { note: `${k.note}: ${noted}` } : {}),
   };
 }
 
@@ -287,7 +411,7 @@ try {
     const r = await kind(k, server);
     results.push(r);
     const ok = r.finalized === r.watched && r.delta < LIMIT;
-    console.log(`${ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.finalized}/${r.watched} collected, ${fmtDelta(r.delta)} (heap ${fmtDelta(r.heapDelta)}, wasm +${r.wasmDelta} B), ${r.secs} s`);
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${r.name}: ${r.finalized}/${r.watched} collected, ${fmtDelta(r.delta)} (heap ${fmtDelta(r.heapDelta)}, wasm +${r.wasmDelta} B), ${r.secs} s${r.note ? `; ${r.note}` : ''}`);
   }
 } finally {
   await server.close();
