@@ -8,7 +8,7 @@
 //! breaker again.
 
 use alloc::string::String;
-use core::cell::{OnceCell, RefCell};
+use core::cell::{Cell, OnceCell, RefCell};
 
 use js_sys::{Function, Object, WeakRef};
 use wasm_bindgen::prelude::*;
@@ -184,10 +184,8 @@ pub fn origin_of(url: &JsValue) -> String {
 /// One `CircuitBreaker`: shared by every retryer and `retryFetch` given it.
 pub struct Circuits {
     core: RefCell<Breaker>,
-    /// `onStateChange`.
     /// There is an `onStateChange` (kept on the breaker's object).
     listener: bool,
-    /// `breakDuration`, when it is a function.
     /// `breakDuration` is a function (kept on the breaker's object).
     break_fn: bool,
     /// The breaker's own object, weakly, where its functions are: weak, or
@@ -196,7 +194,7 @@ pub struct Circuits {
     /// options hold the object.)
     me: OnceCell<WeakRef>,
     /// The functions, until [`Circuits::know`] puts them on the object.
-    functions: core::cell::Cell<Option<(JsValue, JsValue)>>,
+    functions: Cell<Option<(JsValue, JsValue)>>,
 }
 
 impl Circuits {
@@ -212,7 +210,7 @@ impl Circuits {
             listener: has_listener,
             break_fn: has_break,
             me: OnceCell::new(),
-            functions: core::cell::Cell::new(functions),
+            functions: Cell::new(functions),
         }
     }
 

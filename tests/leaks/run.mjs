@@ -33,9 +33,10 @@
 //              2,000 dropped retryers each, all collected, breakers too,
 //              under 1 MB each
 //   short-lived  node --expose-gc cases/short-lived.mjs
-//              200,000 then 1,000,000 more short-lived retryers, a third
-//              failing once, no gc() in the loop: at most +8 MB, then at
-//              most +2 MB more
+//              200,000 short-lived retryers, a third failing once, no
+//              gc() in the loop: at most +8 MB; then 1,000,000 more to
+//              reach the plateau (Node 24 reaches it late), then at most
+//              +2 MB over 1,000,000 more
 //   exit     node cases/exit/*.mjs
 //              flows with 1-hour deadlines / waits, an outside signal, a
 //              budget, every kind of abort, a chaos run of hedged flows
