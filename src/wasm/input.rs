@@ -369,12 +369,14 @@ fn with_raw<T>(value: &JsValue, f: impl FnOnce(Raw<'_>) -> T) -> T {
         Ok(false) => {}
         Err(_) => return f(Raw::Other),
     }
-    // The core only needs to know it is a budget: the retryer holds it.
-    if shared::is::<RefCell<Budget>>(value) {
-        return f(Raw::Budget(0));
-    }
-    if shared::is::<Circuits>(value) {
-        return f(Raw::Breaker);
+    // The core only needs to know which class it is: the retryer holds it.
+    if let Some(shared) = shared::any(value) {
+        if shared.is::<RefCell<Budget>>() {
+            return f(Raw::Budget(0));
+        }
+        if shared.is::<Circuits>() {
+            return f(Raw::Breaker);
+        }
     }
     if props::is_signal(value) {
         return f(Raw::Signal);

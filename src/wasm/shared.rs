@@ -52,17 +52,16 @@ pub fn remember(object: &JsValue, shared: Rc<dyn Any>) -> Option<()> {
 }
 
 /// The shared part of `value`, if `value` is one of this module's objects
-/// and its shared part is a `T` (`None` for `undefined`).
-pub fn of<T: 'static>(value: &JsValue) -> Option<Rc<T>> {
-    let found = TABLE.with(|t| {
+/// (`None` for `undefined`).
+pub fn any(value: &JsValue) -> Option<Rc<dyn Any>> {
+    TABLE.with(|t| {
         let index = t.by_object.get(value.unchecked_ref::<Object>()).as_f64()?;
         t.entries.try_borrow().ok()?.get(index as usize)?.upgrade()
-    })?;
-    found.downcast().ok()
+    })
 }
 
-/// Whether `value` is one of this module's objects whose shared part is a
-/// `T`.
-pub fn is<T: 'static>(value: &JsValue) -> bool {
-    of::<T>(value).is_some()
+/// The shared part of `value`, if `value` is one of this module's objects
+/// and its shared part is a `T`.
+pub fn of<T: 'static>(value: &JsValue) -> Option<Rc<T>> {
+    any(value)?.downcast().ok()
 }
