@@ -50,19 +50,6 @@ const PROBE_CASES: u32 = 256;
 /// More effects than this from one input means the machines loop.
 const RUNAWAY: usize = 200_000;
 
-fn config(cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    Config {
-        cases,
-        failure_persistence: None,
-        max_shrink_time: 30_000,
-        ..Config::default()
-    }
-}
-
 // ----- random breakers and retryers -----
 
 #[derive(Clone, Debug)]
@@ -842,7 +829,7 @@ fn run(bs: &BreakerSpec, specs: &[RetryerSpec], ops: &[Op]) -> Tally {
 }
 
 proptest! {
-    #![proptest_config(config(SHARED_CASES))]
+    #![proptest_config(proptest_config(SHARED_CASES))]
 
     /// Two to four retryers share a breaker and a budget, with random
     /// policies (hedged ones among them), inputs and timings.
@@ -857,7 +844,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(PROBE_CASES))]
+    #![proptest_config(proptest_config(PROBE_CASES))]
 
     /// The same with circuits that trip on one failure and short breaks, so
     /// most runs spend their time half-open, with several probes allowed

@@ -37,28 +37,12 @@ use std::rc::Rc;
 use common::*;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::Config;
 
 const CHAOS_CASES: u32 = 512;
 const DELAY_CASES: u32 = 256;
 const BUDGET_CASES: u32 = 256;
 const RAW_TIMER_CASES: u32 = 256;
 const HEDGE_CASES: u32 = 512;
-
-/// `cases`, unless PROPTEST_CASES asks for a longer (or shorter) run.
-fn config(cases: u32) -> Config {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(cases);
-    Config {
-        cases,
-        failure_persistence: None,
-        // A failure shrinks for at most 30 s, then reports what it has.
-        max_shrink_time: 30_000,
-        ..Config::default()
-    }
-}
 
 // ----- random valid policies -----
 
@@ -868,7 +852,7 @@ fn run_chaos(spec: &Spec, listeners: bool, ops: &[Op], raw_timers: bool) -> Host
 }
 
 proptest! {
-    #![proptest_config(config(CHAOS_CASES))]
+    #![proptest_config(proptest_config(CHAOS_CASES))]
 
     /// Arbitrary inputs, effects popped in random amounts in between.
     #[test]
@@ -907,7 +891,7 @@ fn run_drained(spec: &Spec, listeners: bool, ops: &[(u8, u16)]) -> Host {
 }
 
 proptest! {
-    #![proptest_config(config(CHAOS_CASES))]
+    #![proptest_config(proptest_config(CHAOS_CASES))]
 
     /// The machine's plain paths (`starts_plainly`, `ends_plainly`) come to
     /// exactly what its general steps do. A subscriber turns the plain
@@ -927,7 +911,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(RAW_TIMER_CASES))]
+    #![proptest_config(proptest_config(RAW_TIMER_CASES))]
 
     /// Timers fire while effects are still queued (a host whose event loop
     /// runs before it drained, e.g. fake timers advanced from inside the
@@ -1140,7 +1124,7 @@ impl DelayModel {
 }
 
 proptest! {
-    #![proptest_config(config(DELAY_CASES))]
+    #![proptest_config(proptest_config(DELAY_CASES))]
 
     /// Every wait (and every zero-delay retry) lies within the bounds of
     /// the contract for its attempt, its policy and the values the option
@@ -1199,7 +1183,7 @@ proptest! {
 // ----- a budget shared by two machines -----
 
 proptest! {
-    #![proptest_config(config(BUDGET_CASES))]
+    #![proptest_config(proptest_config(BUDGET_CASES))]
 
     /// Two retryers sharing one budget, with interleaved flows: the tokens
     /// never leave [0, max]; a retry is only made while more than half the
@@ -1398,7 +1382,7 @@ impl HModel {
 }
 
 proptest! {
-    #![proptest_config(config(HEDGE_CASES))]
+    #![proptest_config(proptest_config(HEDGE_CASES))]
 
     /// Random interleavings of hedge times, successes, failures, attempt
     /// deadlines and aborts, checked against the rules: attempt n+1 starts

@@ -515,3 +515,19 @@ impl Host {
         delays
     }
 }
+
+/// The proptest configuration of a property suite: `cases`, unless
+/// PROPTEST_CASES asks for a longer (or shorter) run; no failure files; a
+/// failure shrinks for at most 30 s, then reports what it has.
+pub fn proptest_config(cases: u32) -> proptest::test_runner::Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        max_shrink_time: 30_000,
+        ..proptest::test_runner::Config::default()
+    }
+}

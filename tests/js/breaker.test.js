@@ -10,21 +10,11 @@ import dc from 'node:diagnostics_channel'
 import { describe, it, expect, vi } from 'vitest'
 import fc from 'fast-check'
 import { AsyncRetryer, asyncRetry, CircuitBreaker, CircuitOpenError, RetryBudget } from 'retry-wasm'
-import { flush, advance, track, runToEnd, useFakeClock, expectNextAttemptAt } from './helpers.js'
+import { flush, advance, track, deferred, runToEnd, useFakeClock, expectNextAttemptAt } from './helpers.js'
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0)
 
 useFakeClock(T0)
-
-/** A promise and the functions that settle it. */
-function deferred() {
-  let resolve, reject
-  const promise = new Promise((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
 
 /**
  * A function whose every call hangs on a promise the test settles:

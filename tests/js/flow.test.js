@@ -3,7 +3,7 @@
 // `retry-wasm` package.
 import { describe, it, expect, vi, beforeEach, afterEach } from 'vitest'
 import { AsyncRetryer, asyncRetry } from 'retry-wasm'
-import { flush, advance, track, DEFAULT_STATE, expectNextAttemptAt, measureDelays } from './helpers.js'
+import { flush, advance, track, deferred, DEFAULT_STATE, expectNextAttemptAt, measureDelays } from './helpers.js'
 
 // ---------------------------------------------------------------- helpers
 
@@ -18,12 +18,6 @@ afterEach(() => {
   vi.clearAllTimers()
   vi.useRealTimers()
 })
-
-function deferred() {
-  let resolve, reject
-  const promise = new Promise((a, b) => { resolve = a; reject = b })
-  return { promise, resolve, reject }
-}
 
 // Callback recorder: entries are [name, ...args without the retryer].
 function recorder(into = []) {

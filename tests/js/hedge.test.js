@@ -5,21 +5,11 @@
 // tested (rule 9).
 import { describe, it, expect, vi } from 'vitest'
 import { AsyncRetryer, asyncRetry, RetryBudget } from 'retry-wasm'
-import { flush, advance, track, recorder, runToEnd, useFakeClock } from './helpers.js'
+import { flush, advance, track, deferred, recorder, runToEnd, useFakeClock } from './helpers.js'
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0)
 
 useFakeClock(T0)
-
-/** A promise and the functions that settle it. */
-function deferred() {
-  let resolve, reject
-  const promise = new Promise((res, rej) => {
-    resolve = res
-    reject = rej
-  })
-  return { promise, resolve, reject }
-}
 
 /**
  * A function whose every call returns a promise the test settles:

@@ -14,6 +14,16 @@ export async function advance(ms) {
   await flush()
 }
 
+/** A promise and the functions that settle it. */
+export function deferred() {
+  let resolve, reject
+  const promise = new Promise((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
+}
+
 /** Records how `promise` settles (and how often), readable at any moment. */
 export function track(promise) {
   const t = { settled: false, status: 'pending', value: undefined, reason: undefined, count: 0 }
