@@ -18,15 +18,10 @@
 
 import { circuitBreaker, ExponentialBackoff, handleAll, noJitterGenerator, retry, SamplingBreaker, wrap, BrokenCircuitError } from 'cockatiel';
 import { control as controlRequest } from '../lib/listen.mjs';
+import { emit, opt } from '../lib/child-io.mjs';
 import { loadRetryWasm } from '../lib/retry-wasm.mjs';
 import { BREAKER_CONFIGS, OUTAGE, POLICY, upAtOf } from './breaker.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const a = args.find((x) => x.startsWith(`--${name}=`));
-  return a ? Number(a.slice(name.length + 3)) : dflt;
-};
-const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const PORT = opt('port', 0);
 const RUNS = opt('runs', 5);
 const BASE = `http://127.0.0.1:${PORT}`;

@@ -17,15 +17,10 @@
 // server: { requests, slow, closedEarly, open }, error? } } } or { error }.
 
 import { control as controlRequest } from '../lib/listen.mjs';
+import { emit, opt } from '../lib/child-io.mjs';
 import { loadRetryWasm } from '../lib/retry-wasm.mjs';
 import { HEDGE_CONFIGS, TAIL_BODY } from './hedge.mjs';
 
-const args = process.argv.slice(2);
-const opt = (name, dflt) => {
-  const a = args.find((x) => x.startsWith(`--${name}=`));
-  return a ? Number(a.slice(name.length + 3)) : dflt;
-};
-const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const PORT = opt('port', 0);
 const REQUESTS = opt('requests', 2000);
 const WARMUP = opt('warmup', 40);

@@ -18,15 +18,11 @@
 import dc from 'node:diagnostics_channel';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
+import { emit, opt } from '../lib/child-io.mjs';
 import { loadRetryWasm } from '../lib/retry-wasm.mjs';
 
 const args = process.argv.slice(2);
 const id = args.find((a) => !a.startsWith('--'));
-const opt = (name, dflt) => {
-  const a = args.find((x) => x.startsWith(`--${name}=`));
-  return a ? Number(a.slice(name.length + 3)) : dflt;
-};
-const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const fail = (error) => {
   emit({ id, error });
   process.exit(0);

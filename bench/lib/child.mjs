@@ -3,6 +3,7 @@
 // the child reads its command line and loads the adapters for its library.
 import { spawn } from 'node:child_process';
 import { peerAdapters, retryWasmAdapters } from './adapters.mjs';
+import { emit, opt } from './child-io.mjs';
 import { loadRetryWasm } from './retry-wasm.mjs';
 
 export function runNodeChild(script, args, id) {
@@ -30,13 +31,7 @@ export function runNodeChild(script, args, id) {
  * a "not available" line when retry-wasm cannot be loaded.
  */
 export async function childSetup() {
-  const args = process.argv.slice(2);
-  const id = args.find((a) => !a.startsWith('--'));
-  const opt = (name, dflt) => {
-    const a = args.find((x) => x.startsWith(`--${name}=`));
-    return a ? Number(a.slice(name.length + 3)) : dflt;
-  };
-  const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+  const id = process.argv.slice(2).find((a) => !a.startsWith('--'));
   if (typeof globalThis.gc !== 'function') {
     emit({ id, error: 'run with --expose-gc' });
     process.exit(1);
