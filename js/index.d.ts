@@ -444,7 +444,7 @@ export declare class CircuitBreaker {
   isolate(key?: string): void;
   /** Closes circuit `key` and clears its window. @default key '' */
   reset(key?: string): void;
-  /** A plain object from each key seen to its circuit. */
+  /** A plain object from each key seen to its circuit (past 64 keys, an idle closed circuit gives its place to a new key and leaves it). */
   snapshot(): Record<string, CircuitSnapshot>;
   /**
    * Frees the breaker's own handle now rather than at garbage collection;

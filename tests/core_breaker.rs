@@ -15,7 +15,8 @@ use std::rc::Rc;
 
 use common::*;
 use retry_wasm::core::breaker::{
-    Breaker, CircuitState, Permit, SettingError, Settings, Transition, Why, CLOCK_SLACK, SETTINGS,
+    Breaker, CircuitState, Permit, SettingError, Settings, Transition, Why, CLOCK_SLACK,
+    KEPT_CIRCUITS, SETTINGS,
 };
 
 use CircuitState::{Closed, HalfOpen, Isolated, Open};
@@ -402,9 +403,15 @@ fn a_closed_circuit_gives_a_permit_without_the_clock() {
         trips_at_once(s);
         s.break_duration = 100.0;
     });
-    // The circuit is made on first ask, and its permit counts as any.
-    let p = b.closed_permit("k").expect("closed");
+    // A key never seen: no answer without the clock; the attempt that
+    // asks with it makes the circuit.
+    assert_eq!(b.closed_permit("k"), None);
+    assert_eq!(b.len(), 0);
+    let first = grant(&mut b, "k", 5.0);
     assert_eq!(b.len(), 1);
+    assert_eq!(b.record(first, true, 6.0), None);
+    // Then a closed circuit answers, and its permit counts as any.
+    let p = b.closed_permit("k").expect("closed");
     let t = b.record(p, false, 10.0).expect("tripped");
     assert_eq!(t.why, Why::Tripped);
     // Any other state: no answer without the clock.
@@ -528,6 +535,110 @@ fn look_gives_what_snapshot_lists() {
     assert_eq!(b.look(0, 3011.0), Some((HalfOpen, 4, 3, 0.0)));
     b.isolate("", 3012.0);
     assert_eq!(b.look(0, 3012.0), Some((Isolated, 4, 3, INF)));
+}
+
+// ----- circuits kept: an idle one gives its place to a new key -----
+
+/// The keys the breaker holds, in place order (what `snapshot()` lists).
+fn keys(b: &Breaker) -> Vec<String> {
+    (0..b.len() as u32).map(|i| b.key(i).to_string()).collect()
+}
+
+/// `n` keys `k0`.. with one success each at `now`.
+fn seen(b: &mut Breaker, n: usize, now: f64) {
+    for k in 0..n {
+        assert_eq!(one(b, &format!("k{k}"), true, now), None);
+    }
+}
+
+#[test]
+fn below_kept_circuits_every_key_seen_stays() {
+    let mut b = breaker(|_| {});
+    seen(&mut b, KEPT_CIRCUITS - 1, 0.0);
+    // Long after, every window empty: a new key still gets a place of its own.
+    assert_eq!(one(&mut b, "new", true, 1e9), None);
+    assert_eq!(b.len(), KEPT_CIRCUITS);
+    assert_eq!(keys(&b)[0], "k0");
+}
+
+#[test]
+fn past_kept_circuits_a_new_key_takes_an_idle_place() {
+    let mut b = breaker(|_| {});
+    seen(&mut b, KEPT_CIRCUITS, 0.0);
+    // Every window holds a call: no place is idle, the breaker grows.
+    assert_eq!(one(&mut b, "busy", true, 100.0), None);
+    assert_eq!(b.len(), KEPT_CIRCUITS + 1);
+    // Past the window (30 s), k0's place is idle: the new key takes it.
+    let p = grant(&mut b, "late", 40_000.0);
+    assert_eq!(b.len(), KEPT_CIRCUITS + 1);
+    assert_eq!(keys(&b)[0], "late");
+    assert_eq!(
+        b.state("k0", 40_000.0),
+        Closed,
+        "a key given up reads as never seen"
+    );
+    assert_eq!(b.record(p, false, 40_001.0), None);
+    assert_eq!(
+        window(&b, 40_001.0),
+        (1, 1),
+        "the new key's window starts empty"
+    );
+    // A thousand more keys, one at a time, each idle once its call is
+    // recorded: the breaker never holds more than it did.
+    for k in 0..1_000 {
+        let now = 100_000.0 + f64::from(k) * 40_000.0;
+        assert_eq!(one(&mut b, &format!("origin-{k}"), true, now), None);
+    }
+    assert_eq!(b.len(), KEPT_CIRCUITS + 1);
+}
+
+#[test]
+fn a_circuit_in_use_keeps_its_place() {
+    let mut b = breaker(|s| {
+        s.consecutive_failures = 2.0;
+        s.break_duration = 1e9;
+    });
+    seen(&mut b, KEPT_CIRCUITS, 0.0);
+    // k0: an attempt running. k1: open. k2: one failure in a row, its
+    // window since emptied. k3: isolated.
+    let running = grant(&mut b, "k0", 1.0);
+    assert_eq!(one(&mut b, "k1", false, 1.0), None);
+    assert!(one(&mut b, "k1", false, 2.0).is_some());
+    assert_eq!(one(&mut b, "k2", false, 3.0), None);
+    assert!(b.isolate("k3", 4.0).is_some());
+    // 60 new keys long after take the 60 idle places; the next ones grow
+    // the breaker.
+    for k in 0..(KEPT_CIRCUITS - 4 + 2) {
+        assert_eq!(one(&mut b, &format!("new{k}"), true, 50_000.0), None);
+    }
+    assert_eq!(b.len(), KEPT_CIRCUITS + 2);
+    let held = keys(&b);
+    assert_eq!(&held[..4], ["k0", "k1", "k2", "k3"]);
+    assert_eq!(b.state("k1", 50_000.0), Open);
+    assert_eq!(b.state("k3", 50_000.0), Isolated);
+    // The running attempt's outcome lands in its own circuit.
+    assert_eq!(b.record(running, false, 50_001.0), None);
+    assert_eq!(b.look(0, 50_001.0).map(|l| (l.1, l.2)), Some((1, 1)));
+    // k2's failure in a row still counts: one more trips it.
+    assert!(one(&mut b, "k2", false, 50_002.0).is_some());
+}
+
+#[test]
+fn a_permit_of_a_key_given_up_counts_for_nothing_in_its_place() {
+    let mut b = breaker(trips_at_once);
+    seen(&mut b, KEPT_CIRCUITS, 0.0);
+    // A permit of k0, recorded, then (as no host does) recorded again
+    // after its place went to another key.
+    let p = grant(&mut b, "k0", 1.0);
+    assert_eq!(b.record(p, true, 1.0), None);
+    let _ = grant(&mut b, "other", 40_000.0);
+    assert_eq!(keys(&b)[0], "other");
+    assert_eq!(
+        b.record(p, false, 40_001.0),
+        None,
+        "a failure that trips at once"
+    );
+    assert_eq!(b.state("other", 40_001.0), Closed);
 }
 
 // ----- a dynamic breakDuration -----

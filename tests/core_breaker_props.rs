@@ -897,3 +897,178 @@ fn the_runs_reach_refusals_and_probes() {
     assert!(total.transitions > 100, "{total:?}");
     assert!(total.circuit_open > 10, "{total:?}");
 }
+
+// ----- many keys: each behaves as if it had a breaker of its own -----
+//
+// Past `KEPT_CIRCUITS` keys, a new key takes the place of an idle circuit.
+// That must change nothing anyone can see: every answer of a breaker
+// shared by up to 90 keys (permits, refusals and their hints, transitions,
+// `state()`) is the answer a breaker holding that key alone gives.
+
+/// One step over many keys.
+#[derive(Clone, Debug)]
+enum KeyOp {
+    /// After `dt` ms, an attempt for key `k` asks (`closed_permit` first).
+    Ask { k: u8, dt: u16 },
+    /// After `dt` ms, a held permit ends: recorded (`Some(ok)`) or given
+    /// back.
+    End {
+        which: Index,
+        outcome: Option<bool>,
+        dt: u16,
+    },
+    /// `isolate(k)`, or `reset(k)`.
+    Force { k: u8, reset: bool },
+}
+
+fn arb_key_op() -> impl Strategy<Value = KeyOp> {
+    prop_oneof![
+        6 => (0u8..90, 0u16..2_000).prop_map(|(k, dt)| KeyOp::Ask { k, dt }),
+        5 => (any::<Index>(), proptest::option::of(any::<bool>()), 0u16..2_000)
+            .prop_map(|(which, outcome, dt)| KeyOp::End { which, outcome, dt }),
+        1 => (0u8..90, any::<bool>()).prop_map(|(k, reset)| KeyOp::Force { k, reset }),
+    ]
+}
+
+fn origin(k: u8) -> String {
+    format!("https://origin-{k}.test")
+}
+
+/// As the engine asks: `closed_permit` first, then `permit` with the clock.
+fn ask(b: &mut Breaker, key: &str, now: f64) -> (Result<Permit, f64>, Option<Transition>) {
+    match b.closed_permit(key) {
+        Some(p) => (Ok(p), None),
+        None => b.permit(key, now),
+    }
+}
+
+/// A transition as a user sees it: which place and epoch aside.
+fn seen(t: Option<Transition>) -> Option<Transition> {
+    t.map(|t| Transition {
+        circuit: 0,
+        epoch: 0,
+        ..t
+    })
+}
+
+/// Runs `ops` on a shared breaker and on one breaker per key; returns the
+/// keys seen and the most circuits the shared one held.
+fn run_keys(bs: &BreakerSpec, ops: &[KeyOp]) -> (usize, usize) {
+    let settings = bs.settings();
+    let mut shared = Breaker::new(settings.clone());
+    let mut own: BTreeMap<u8, Breaker> = BTreeMap::new();
+    let mut held: Vec<(u8, Permit, Permit)> = Vec::new();
+    let mut now = 0.0;
+    let mut most = 0;
+    for op in ops {
+        match *op {
+            KeyOp::Ask { k, dt } => {
+                now += f64::from(dt);
+                let key = origin(k);
+                let alone = own
+                    .entry(k)
+                    .or_insert_with(|| Breaker::new(settings.clone()));
+                let (a, ta) = ask(&mut shared, &key, now);
+                let (b, tb) = ask(alone, &key, now);
+                assert_eq!(seen(ta), seen(tb), "{key} at {now}");
+                match (a, b) {
+                    (Ok(pa), Ok(pb)) => held.push((k, pa, pb)),
+                    (Err(x), Err(y)) => assert_eq!(x, y, "{key}'s hint at {now}"),
+                    (a, b) => panic!("{key} at {now}: shared {a:?}, alone {b:?}"),
+                }
+            }
+            KeyOp::End { which, outcome, dt } => {
+                if held.is_empty() {
+                    continue;
+                }
+                now += f64::from(dt);
+                let (k, pa, pb) = held.swap_remove(which.index(held.len()));
+                let alone = own.get_mut(&k).expect("a held permit's key");
+                match outcome {
+                    Some(ok) => assert_eq!(
+                        seen(shared.record(pa, ok, now)),
+                        seen(alone.record(pb, ok, now)),
+                        "{} recorded {ok} at {now}",
+                        origin(k)
+                    ),
+                    None => {
+                        shared.release(pa);
+                        alone.release(pb);
+                    }
+                }
+            }
+            KeyOp::Force { k, reset } => {
+                let key = origin(k);
+                let alone = own
+                    .entry(k)
+                    .or_insert_with(|| Breaker::new(settings.clone()));
+                let (ta, tb) = if reset {
+                    (shared.reset(&key, now), alone.reset(&key, now))
+                } else {
+                    (shared.isolate(&key, now), alone.isolate(&key, now))
+                };
+                assert_eq!(seen(ta), seen(tb), "{key} forced at {now}");
+            }
+        }
+        for (&k, alone) in &own {
+            let key = origin(k);
+            assert_eq!(
+                shared.state(&key, now),
+                alone.state(&key, now),
+                "{key} at {now}"
+            );
+        }
+        most = most.max(shared.len());
+    }
+    (own.len(), most)
+}
+
+/// Static breaks only: a `breakDuration` function's answers are the host's.
+fn arb_static_breaker() -> impl Strategy<Value = BreakerSpec> {
+    arb_breaker().prop_map(|mut b| {
+        b.dynamic = None;
+        b
+    })
+}
+
+proptest! {
+    #![proptest_config(proptest_config(SHARED_CASES))]
+
+    /// Up to 90 keys through one breaker, as `retryFetch` over many
+    /// origins: each key reads as if it had a breaker of its own.
+    #[test]
+    fn a_key_of_a_shared_breaker_behaves_as_one_alone(
+        bs in arb_static_breaker(),
+        ops in proptest::collection::vec(arb_key_op(), 1..400),
+    ) {
+        run_keys(&bs, &ops);
+    }
+}
+
+/// The generator reaches what that property is about: more keys than the
+/// breaker keeps, with idle places taken by new keys.
+#[test]
+fn the_key_runs_reach_idle_places() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{RngAlgorithm, TestRng, TestRunner};
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[11; 32]),
+    );
+    let strategy = (
+        arb_static_breaker(),
+        proptest::collection::vec(arb_key_op(), 300..400),
+    );
+    let mut reused = 0;
+    for _ in 0..32 {
+        let (bs, ops) = strategy.new_tree(&mut runner).unwrap().current();
+        let (keys, most) = run_keys(&bs, &ops);
+        if keys > most {
+            reused += 1;
+        }
+    }
+    assert!(
+        reused >= 16,
+        "{reused} of 32 runs gave a place to a new key"
+    );
+}

@@ -35,6 +35,13 @@ pub const CLOCK_SLACK: f64 = 1.0;
 /// The least hint, ms, of a half-open circuit whose probes are all out
 /// (otherwise its break duration).
 pub const MIN_HALF_OPEN_HINT: f64 = 1.0;
+/// How many circuits a breaker holds before a new key takes the place of
+/// an idle one (closed, nothing in its window, no failure in a row, no
+/// attempt running), which reads exactly as a key never seen. A breaker
+/// behind `retryFetch` in a server that calls unbounded origins (webhooks,
+/// say) would otherwise keep a circuit for every origin it ever called,
+/// and look each attempt's key up among all of them.
+pub const KEPT_CIRCUITS: usize = 64;
 
 /// A circuit's state, as `state()` reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,9 +297,35 @@ struct Circuit {
     epoch: u32,
     break_ms: f64,
     opened_at: f64,
+    /// Permits given and not yet recorded or released, of any epoch: a
+    /// circuit with one out keeps its place.
+    out: u32,
 }
 
 impl Circuit {
+    fn new(key: &str, epoch: u32) -> Circuit {
+        Circuit {
+            key: String::from(key),
+            phase: Phase::Closed,
+            buckets: [Bucket::default(); BUCKETS],
+            in_a_row: 0,
+            half_open_attempts: 0,
+            epoch,
+            break_ms: 0.0,
+            opened_at: 0.0,
+            out: 0,
+        }
+    }
+
+    /// Whether a new key may take its place at `slice`: it reads as a key
+    /// never seen, and no attempt holds a permit from it.
+    fn idle(&self, slice: u64) -> bool {
+        self.phase == Phase::Closed
+            && self.out == 0
+            && self.in_a_row == 0
+            && self.window(slice) == (0, 0)
+    }
+
     /// The state as `state()` reports it at `now`: an open circuit whose
     /// break has ended reads half-open.
     fn state(&self, now: f64) -> CircuitState {
@@ -342,24 +375,31 @@ impl Breaker {
         (now / (self.settings.sampling_duration / BUCKETS as f64)) as u64
     }
 
-    /// The index of the circuit for `key`, made when first asked for.
-    fn index(&mut self, key: &str) -> usize {
-        match self.circuits.iter().position(|c| c.key == key) {
-            Some(i) => i,
-            None => {
-                self.circuits.push(Circuit {
-                    key: String::from(key),
-                    phase: Phase::Closed,
-                    buckets: [Bucket::default(); BUCKETS],
-                    in_a_row: 0,
-                    half_open_attempts: 0,
-                    epoch: 0,
-                    break_ms: 0.0,
-                    opened_at: 0.0,
-                });
-                self.circuits.len() - 1
+    /// The index of the circuit for `key`, if it has one.
+    fn find(&self, key: &str) -> Option<usize> {
+        self.circuits.iter().position(|c| c.key == key)
+    }
+
+    /// The index of the circuit for `key`, made when first asked for at
+    /// `now`: past [`KEPT_CIRCUITS`], in the place of an idle circuit if
+    /// there is one.
+    fn index(&mut self, key: &str, now: f64) -> usize {
+        if let Some(i) = self.find(key) {
+            return i;
+        }
+        if self.circuits.len() >= KEPT_CIRCUITS {
+            let slice = self.slice(now);
+            if let Some(i) = self.circuits.iter().position(|c| c.idle(slice)) {
+                if let Some(c) = self.circuits.get_mut(i) {
+                    // A new epoch: should a permit of the old key ever come
+                    // back, it counts for nothing here.
+                    *c = Circuit::new(key, c.epoch.wrapping_add(1));
+                }
+                return i;
             }
         }
+        self.circuits.push(Circuit::new(key, 0));
+        self.circuits.len() - 1
     }
 
     /// How many circuits (keys) it holds.
@@ -379,7 +419,7 @@ impl Breaker {
 
     /// `state(key)` at `now`, without taking a probe.
     pub fn state(&self, key: &str, now: f64) -> CircuitState {
-        let c = self.circuits.iter().find(|c| c.key == key);
+        let c = self.find(key).and_then(|i| self.circuits.get(i));
         c.map_or(CircuitState::Closed, |c| c.state(now))
     }
 
@@ -397,13 +437,18 @@ impl Breaker {
         Some((c.state(now), calls, failures, retry_after))
     }
 
-    /// A permit for an attempt for `key`, when its circuit is closed: the
-    /// one answer that needs no clock, so a host asks this first and reads
-    /// its clock only for the other states ([`Breaker::permit`]).
+    /// A permit for an attempt for `key`, when it has a circuit and that
+    /// circuit is closed: the one answer that needs no clock, so a host
+    /// asks this first and reads its clock only otherwise
+    /// ([`Breaker::permit`], which makes the circuit of a new key).
     pub fn closed_permit(&mut self, key: &str) -> Option<Permit> {
-        let i = self.index(key);
-        let c = self.circuits.get(i)?;
-        (c.phase == Phase::Closed).then_some(Permit {
+        let i = self.find(key)?;
+        let c = self.circuits.get_mut(i)?;
+        if c.phase != Phase::Closed {
+            return None;
+        }
+        c.out += 1;
+        Some(Permit {
             circuit: i as u32,
             epoch: c.epoch,
             probe: false,
@@ -415,7 +460,7 @@ impl Breaker {
     /// isolated). An open circuit whose break has ended turns half-open,
     /// and this attempt is its first probe: that transition comes back too.
     pub fn permit(&mut self, key: &str, now: f64) -> (Result<Permit, f64>, Option<Transition>) {
-        let i = self.index(key);
+        let i = self.index(key, now);
         let mut change = None;
         let ended = |until: f64| now + CLOCK_SLACK >= until;
         if matches!(self.circuits.get(i).map(|c| c.phase), Some(Phase::Open { until }) if ended(until))
@@ -440,10 +485,13 @@ impl Breaker {
             Phase::Open { until } => Err(*until - now),
             Phase::Isolated => Err(f64::INFINITY),
         };
-        let permit = out.map(|probe| Permit {
-            circuit: i as u32,
-            epoch: c.epoch,
-            probe,
+        let permit = out.map(|probe| {
+            c.out += 1;
+            Permit {
+                circuit: i as u32,
+                epoch: c.epoch,
+                probe,
+            }
         });
         (permit, change)
     }
@@ -455,6 +503,7 @@ impl Breaker {
         let slice = self.slice(now);
         let s = &self.settings;
         let c = self.circuits.get_mut(permit.circuit as usize)?;
+        c.out = c.out.saturating_sub(1);
         if c.epoch != permit.epoch {
             return None;
         }
@@ -511,6 +560,7 @@ impl Breaker {
     /// permit goes back to the half-open circuit.
     pub fn release(&mut self, permit: Permit) {
         if let Some(c) = self.circuits.get_mut(permit.circuit as usize) {
+            c.out = c.out.saturating_sub(1);
             if let (Phase::HalfOpen { running, .. }, true) =
                 (&mut c.phase, permit.probe && c.epoch == permit.epoch)
             {
@@ -522,7 +572,7 @@ impl Breaker {
     /// `isolate(key)`: held open until `reset(key)`. `None` when it was
     /// isolated already.
     pub fn isolate(&mut self, key: &str, now: f64) -> Option<Transition> {
-        let i = self.index(key);
+        let i = self.index(key, now);
         let isolated = self.circuits.get(i)?.phase == Phase::Isolated;
         (!isolated).then(|| self.change(i, Why::Isolated, now))
     }
@@ -530,7 +580,7 @@ impl Breaker {
     /// `reset(key)`: closed, with an empty window. `None` when it was
     /// closed already (its window is emptied all the same).
     pub fn reset(&mut self, key: &str, now: f64) -> Option<Transition> {
-        let i = self.index(key);
+        let i = self.index(key, now);
         let closed = self.circuits.get(i)?.phase == Phase::Closed;
         let t = self.change(i, Why::Reset, now);
         (!closed).then_some(t)

@@ -284,7 +284,8 @@ impl Circuits {
             .name()
     }
 
-    /// `snapshot()`: every key seen, with its circuit now.
+    /// `snapshot()`: every key the breaker holds (each key seen, up to
+    /// `KEPT_CIRCUITS`), with its circuit now.
     pub fn snapshot(&self) -> Object {
         let now = js_sys::Date::now();
         let into = Object::new();

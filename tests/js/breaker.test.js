@@ -10,6 +10,7 @@ import dc from 'node:diagnostics_channel'
 import { describe, it, expect, vi } from 'vitest'
 import fc from 'fast-check'
 import { AsyncRetryer, asyncRetry, CircuitBreaker, CircuitOpenError, RetryBudget } from 'retry-wasm'
+import { retryFetch } from 'retry-wasm/fetch'
 import { flush, advance, track, deferred, runToEnd, useFakeClock, expectNextAttemptAt } from './helpers.js'
 
 const T0 = Date.UTC(2030, 0, 1, 12, 0, 0)
@@ -860,6 +861,36 @@ describe('state(), snapshot(), isolate(), reset()', () => {
     breaker.reset('api')
     expect(breaker.state('api')).toBe('closed')
     expect(breaker.state('')).toBe('open')
+  })
+
+  it('past 64 keys, an idle closed circuit gives its place to a new key: a breaker over unbounded origins stays small', async () => {
+    const breaker = new CircuitBreaker({ consecutiveFailures: 1, breakDuration: 24 * 3600 * 1000 })
+    // Each origin answers at once: dead.test 503, any other 200.
+    const fetch = async (input) => {
+      const dead = new URL(input).hostname === 'dead.test'
+      return new Response(dead ? 'busy' : 'ok', { status: dead ? 503 : 200 })
+    }
+    const call = retryFetch({ breaker, fetch, maxAttempts: 1 })
+    expect((await call('https://dead.test/')).status).toBe(503)
+    expect(breaker.state('https://dead.test')).toBe('open')
+    // 500 origins, one call each, each idle 31 s later (the window is 30 s).
+    for (let i = 0; i < 500; i++) {
+      expect((await call(`https://origin-${i}.test/x`)).status).toBe(200)
+      await advance(31_000)
+    }
+    const snap = breaker.snapshot()
+    expect(Object.keys(snap)).toHaveLength(64)
+    // The open circuit kept its place (its window long emptied), and still
+    // refuses.
+    expect(snap['https://dead.test']).toMatchObject({ state: 'open', calls: 0 })
+    expect(snap['https://dead.test'].retryAfter).toBeGreaterThan(0)
+    const refused = await call('https://dead.test/').then(() => null, (e) => e)
+    expect(refused).toBeInstanceOf(CircuitOpenError)
+    // The last origin holds a place; the first gave its own up, and reads
+    // as a key never seen.
+    expect(snap['https://origin-499.test']).toMatchObject({ state: 'closed' })
+    expect(snap['https://origin-0.test']).toBeUndefined()
+    expect(breaker.state('https://origin-0.test')).toBe('closed')
   })
 })
 
