@@ -32,6 +32,10 @@
 //              isolation, a breaker whose listener closes over it):
 //              2,000 dropped retryers each, all collected, breakers too,
 //              under 1 MB each
+//   origins  node --expose-gc cases/origins.mjs
+//              one CircuitBreaker behind retryFetch, 100,000 calls each to
+//              a new origin: memory flat, at most 64 circuits plus those
+//              whose window still holds a call
 //   short-lived  node --expose-gc cases/short-lived.mjs
 //              200,000 short-lived retryers, a third failing once, no
 //              gc() in the loop: at most +8 MB; then 2,000,000 more to
@@ -51,7 +55,7 @@
 // Each case prints its figures and one `LEAK-RESULT {json}` line. Ends with
 // `N passed, N failed`; exits 1 on any failure.
 //
-//   node tests/leaks/run.mjs [--only executions,retryers,collected,short-lived,flows,settled,signal,exit]
+//   node tests/leaks/run.mjs [--only executions,retryers,collected,short-lived,flows,settled,signal,origins,exit]
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,6 +138,7 @@ const CASES = [
   gcCase('flows', 'flows.mjs'),
   gcCase('settled', 'settled.mjs'),
   gcCase('signal', 'signal.mjs'),
+  gcCase('origins', 'origins.mjs'),
   exitCase('baseline.mjs'),
   exitCase('deadlines.mjs'),
   exitCase('signal-budget.mjs'),

@@ -7,7 +7,7 @@
 //                                               rejected object), baseWait 0,
 //                                               then succeeds
 import { AsyncRetryer } from 'retry-wasm';
-import { MB, check, describe, fmtDelta, heldSlots, memoryChange, report, settle, snapshot } from './lib.mjs';
+import { MB, check, describe, fmtDelta, heldSlots, inSteps, memoryChange, report, settle, snapshot } from './lib.mjs';
 
 const variant = process.argv[2];
 check(variant === 'success' || variant === 'fail-once', `usage: executions.mjs success|fail-once (got ${variant})`);
@@ -37,16 +37,7 @@ const start = snapshot();
 const slotsBefore = heldSlots();
 console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up executions`, start));
 
-const per = Math.ceil(N / CHECKPOINTS);
-const trend = [];
-for (let done = 0; done < N; done += per) {
-  const n = Math.min(per, N - done);
-  await run(n, WARMUP + done);
-  await settle(3);
-  const s = snapshot();
-  trend.push(s.total - start.total);
-  console.log(`  after ${(done + n).toLocaleString('en-US')}: total ${fmtDelta(s.total - start.total)} (heap ${fmtDelta(s.heap - start.heap)}, wasm ${fmtDelta(s.wasm - start.wasm)})`);
-}
+const trend = await inSteps(run, { total: N, offset: WARMUP, start, parts: CHECKPOINTS });
 await settle();
 const end = snapshot();
 const secs = (performance.now() - t0) / 1000;

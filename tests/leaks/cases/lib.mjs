@@ -71,6 +71,25 @@ export function snapshot() {
   };
 }
 
+/**
+ * Runs `run(n, offset)` over `total` more, in `parts` steps from `offset`,
+ * with a settle and a reading after each, printed against `start` (with
+ * what `more()` adds); returns each reading's growth over `start`.
+ */
+export async function inSteps(run, { total, offset, start, parts = 4, more = () => '' }) {
+  const per = Math.ceil(total / parts);
+  const trend = [];
+  for (let done = 0; done < total; done += per) {
+    const n = Math.min(per, total - done);
+    await run(n, offset + done);
+    await settle(3);
+    const s = snapshot();
+    trend.push(s.total - start.total);
+    console.log(`  after ${(done + n).toLocaleString('en-US')}: total ${fmtDelta(s.total - start.total)} (heap ${fmtDelta(s.heap - start.heap)}, wasm ${fmtDelta(s.wasm - start.wasm)})${more()}`);
+  }
+  return trend;
+}
+
 /** The figures every memory case reports, from two `snapshot()`s. */
 export function memoryChange(start, end) {
   return {
