@@ -38,7 +38,7 @@
 //              whose window still holds a call
 //   short-lived  node --expose-gc cases/short-lived.mjs
 //              200,000 short-lived retryers, a third failing once, no
-//              gc() in the loop: at most +8 MB; then 2,000,000 more to
+//              gc() in the loop: at most +12 MB; then 2,000,000 more to
 //              reach the plateau (Node 24 reaches it late), then at most
 //              +2 MB over 1,000,000 more
 //   exit     node cases/exit/*.mjs
