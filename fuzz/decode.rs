@@ -1238,7 +1238,7 @@ pub struct BreakerRun {
 }
 
 /// A permit held by a running attempt, with what the host knows of it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Held {
     permit: Permit,
     key: &'static str,

@@ -286,7 +286,7 @@ struct Circuit {
 }
 
 /// A permit an attempt holds, with what the host knows of it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Held {
     permit: Permit,
     key: &'static str,

@@ -221,8 +221,11 @@ impl Settings {
 }
 
 /// What an attempt holds while it runs: which circuit let it go, when,
-/// and whether it is one of a half-open circuit's probes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// and whether it is one of a half-open circuit's probes. Not `Copy`:
+/// [`Breaker::record`] and [`Breaker::release`] take it, so each permit
+/// ends once (a circuit counts the permits out to know when a new key may
+/// take its place).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Permit {
     circuit: u32,
     epoch: u32,
