@@ -306,14 +306,14 @@ struct Circuit {
 }
 
 impl Circuit {
-    fn new(key: &str, epoch: u32) -> Circuit {
+    fn new(key: &str) -> Circuit {
         Circuit {
             key: String::from(key),
             phase: Phase::Closed,
             buckets: [Bucket::default(); BUCKETS],
             in_a_row: 0,
             half_open_attempts: 0,
-            epoch,
+            epoch: 0,
             break_ms: 0.0,
             opened_at: 0.0,
             out: 0,
@@ -390,18 +390,20 @@ impl Breaker {
         if let Some(i) = self.find(key) {
             return i;
         }
+        let mut fresh = Circuit::new(key);
         if self.circuits.len() >= KEPT_CIRCUITS {
             let slice = self.slice(now);
             if let Some(i) = self.circuits.iter().position(|c| c.idle(slice)) {
                 if let Some(c) = self.circuits.get_mut(i) {
                     // A new epoch: should a permit of the old key ever come
                     // back, it counts for nothing here.
-                    *c = Circuit::new(key, c.epoch.wrapping_add(1));
+                    fresh.epoch = c.epoch.wrapping_add(1);
+                    *c = fresh;
                 }
                 return i;
             }
         }
-        self.circuits.push(Circuit::new(key, 0));
+        self.circuits.push(fresh);
         self.circuits.len() - 1
     }
 
