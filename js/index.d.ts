@@ -444,7 +444,7 @@ export declare class CircuitBreaker {
   isolate(key?: string): void;
   /** Closes circuit `key` and clears its window. @default key '' */
   reset(key?: string): void;
-  /** A plain object from each key seen to its circuit (past 64 keys, an idle closed circuit gives its place to a new key and leaves it). */
+  /** A plain object from each key seen to its circuit (past 64 keys, a new key takes the place of an idle circuit: nothing running or in its window, closed or its break ended a window ago). */
   snapshot(): Record<string, CircuitSnapshot>;
   /**
    * Frees the breaker's own handle now rather than at garbage collection;

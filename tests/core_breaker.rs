@@ -598,31 +598,38 @@ fn past_kept_circuits_a_new_key_takes_an_idle_place() {
 fn a_circuit_in_use_keeps_its_place() {
     let mut b = breaker(|s| {
         s.consecutive_failures = 2.0;
-        s.break_duration = 1e9;
+        s.break_duration = 1000.0;
     });
     seen(&mut b, KEPT_CIRCUITS, 0.0);
-    // k0: an attempt running. k1: open. k2: one failure in a row, its
-    // window since emptied. k3: isolated.
+    // k0: an attempt running. k1: open, its break ending at 1,002. k2: one
+    // failure in a row. k3: isolated. Every call is out of the window
+    // (30 s) by 30,500.
     let running = grant(&mut b, "k0", 1.0);
     assert_eq!(one(&mut b, "k1", false, 1.0), None);
     assert!(one(&mut b, "k1", false, 2.0).is_some());
     assert_eq!(one(&mut b, "k2", false, 3.0), None);
     assert!(b.isolate("k3", 4.0).is_some());
-    // 60 new keys long after take the 60 idle places; the next ones grow
-    // the breaker.
+    // At 30,500, 61 new keys take the places of k2 and k4..k63; the next
+    // one grows the breaker. k1's break ended less than a window ago.
     for k in 0..(KEPT_CIRCUITS - 4 + 2) {
-        assert_eq!(one(&mut b, &format!("new{k}"), true, 50_000.0), None);
+        assert_eq!(one(&mut b, &format!("new{k}"), true, 30_500.0), None);
     }
-    assert_eq!(b.len(), KEPT_CIRCUITS + 2);
+    assert_eq!(b.len(), KEPT_CIRCUITS + 1);
     let held = keys(&b);
-    assert_eq!(&held[..4], ["k0", "k1", "k2", "k3"]);
-    assert_eq!(b.state("k1", 50_000.0), Open);
-    assert_eq!(b.state("k3", 50_000.0), Isolated);
+    assert_eq!(&held[..4], ["k0", "k1", "new0", "k3"]);
+    assert_eq!(b.state("k1", 30_500.0), HalfOpen);
+    // k2's failure streak went with its place: one failure no longer trips
+    // it (it reads as a key never seen).
+    assert_eq!(one(&mut b, "k2", false, 30_501.0), None);
+    assert_eq!(b.state("k2", 30_501.0), Closed);
+    // A window after k1's break ended (1,002 + 30,000), a new key takes
+    // its place; the running attempt and the isolated circuit keep theirs.
+    assert_eq!(one(&mut b, "late", true, 31_002.0), None);
+    assert_eq!(&keys(&b)[..4], ["k0", "late", "new0", "k3"]);
+    assert_eq!(b.state("k3", 31_002.0), Isolated);
     // The running attempt's outcome lands in its own circuit.
-    assert_eq!(b.record(running, false, 50_001.0), None);
-    assert_eq!(b.look(0, 50_001.0).map(|l| (l.1, l.2)), Some((1, 1)));
-    // k2's failure in a row still counts: one more trips it.
-    assert!(one(&mut b, "k2", false, 50_002.0).is_some());
+    assert_eq!(b.record(running, false, 31_003.0), None);
+    assert_eq!(b.look(0, 31_003.0).map(|l| (l.1, l.2)), Some((1, 1)));
 }
 
 #[test]

@@ -901,9 +901,12 @@ fn the_runs_reach_refusals_and_probes() {
 // ----- many keys: each behaves as if it had a breaker of its own -----
 //
 // Past `KEPT_CIRCUITS` keys, a new key takes the place of an idle circuit.
-// That must change nothing anyone can see: every answer of a breaker
-// shared by up to 90 keys (permits, refusals and their hints, transitions,
-// `state()`) is the answer a breaker holding that key alone gives.
+// Every answer of a breaker shared by up to 90 keys (permits, refusals and
+// their hints, transitions, `state()`) must be the answer a breaker
+// holding that key alone gives, until the shared one gives the key's place
+// up; that may happen only to a circuit with no permit out, nothing in its
+// window, not isolated, and not in a break that ended less than a window
+// ago. From then on the key answers as a key never seen.
 
 /// One step over many keys.
 #[derive(Clone, Debug)]
@@ -951,15 +954,26 @@ fn seen(t: Option<Transition>) -> Option<Transition> {
     })
 }
 
-/// Runs `ops` on a shared breaker and on one breaker per key; returns the
-/// keys seen and the most circuits the shared one held.
-fn run_keys(bs: &BreakerSpec, ops: &[KeyOp]) -> (usize, usize) {
+/// What a run over many keys went through.
+#[derive(Debug, Default)]
+struct KeyTally {
+    /// Keys seen.
+    keys: usize,
+    /// The most circuits the shared breaker held.
+    most: usize,
+    /// Places given up, and of those, circuits that had tripped.
+    forgotten: usize,
+    forgotten_open: usize,
+}
+
+/// Runs `ops` on a shared breaker and on one breaker per key.
+fn run_keys(bs: &BreakerSpec, ops: &[KeyOp]) -> KeyTally {
     let settings = bs.settings();
     let mut shared = Breaker::new(settings.clone());
     let mut own: BTreeMap<u8, Breaker> = BTreeMap::new();
     let mut held: Vec<(u8, Permit, Permit)> = Vec::new();
     let mut now = 0.0;
-    let mut most = 0;
+    let mut tally = KeyTally::default();
     for op in ops {
         match *op {
             KeyOp::Ask { k, dt } => {
@@ -1010,6 +1024,34 @@ fn run_keys(bs: &BreakerSpec, ops: &[KeyOp]) -> (usize, usize) {
                 assert_eq!(seen(ta), seen(tb), "{key} forced at {now}");
             }
         }
+        let kept: BTreeSet<String> = (0..shared.len() as u32)
+            .map(|i| shared.key(i).to_string())
+            .collect();
+        let sampling = settings.sampling_duration;
+        for (&k, alone) in own.iter_mut() {
+            let key = origin(k);
+            // Kept, or given up already (a fresh breaker has no circuit).
+            let Some((state, calls, _, _)) = alone.look(0, now).filter(|_| !kept.contains(&key))
+            else {
+                continue;
+            };
+            assert!(
+                held.iter().all(|h| h.0 != k),
+                "{key} given up with a permit out"
+            );
+            assert_eq!(calls, 0, "{key} given up with calls in its window");
+            assert_ne!(state, CircuitState::Isolated, "{key} given up isolated");
+            assert_ne!(
+                alone.state(&key, now - sampling),
+                CircuitState::Open,
+                "{key} given up less than a window after its break"
+            );
+            *alone = Breaker::new(settings.clone());
+            tally.forgotten += 1;
+            if state != CircuitState::Closed {
+                tally.forgotten_open += 1;
+            }
+        }
         for (&k, alone) in &own {
             let key = origin(k);
             assert_eq!(
@@ -1018,9 +1060,10 @@ fn run_keys(bs: &BreakerSpec, ops: &[KeyOp]) -> (usize, usize) {
                 "{key} at {now}"
             );
         }
-        most = most.max(shared.len());
+        tally.most = tally.most.max(shared.len());
     }
-    (own.len(), most)
+    tally.keys = own.len();
+    tally
 }
 
 /// Static breaks only: a `breakDuration` function's answers are the host's.
@@ -1046,7 +1089,8 @@ proptest! {
 }
 
 /// The generator reaches what that property is about: more keys than the
-/// breaker keeps, with idle places taken by new keys.
+/// breaker keeps, with idle places taken by new keys, tripped circuits'
+/// places among them.
 #[test]
 fn the_key_runs_reach_idle_places() {
     use proptest::strategy::ValueTree;
@@ -1059,16 +1103,23 @@ fn the_key_runs_reach_idle_places() {
         arb_static_breaker(),
         proptest::collection::vec(arb_key_op(), 300..400),
     );
-    let mut reused = 0;
+    let (mut reused, mut forgotten_open) = (0, 0);
     for _ in 0..32 {
         let (bs, ops) = strategy.new_tree(&mut runner).unwrap().current();
-        let (keys, most) = run_keys(&bs, &ops);
-        if keys > most {
+        let t = run_keys(&bs, &ops);
+        assert!(t.keys > t.most || t.forgotten == 0, "{t:?}");
+        if t.forgotten > 0 {
             reused += 1;
         }
+        forgotten_open += t.forgotten_open;
     }
+    println!("{reused} runs gave places up, {forgotten_open} of tripped circuits");
     assert!(
         reused >= 16,
         "{reused} of 32 runs gave a place to a new key"
+    );
+    assert!(
+        forgotten_open >= 10,
+        "{forgotten_open} tripped circuits gave their place"
     );
 }

@@ -36,11 +36,14 @@ pub const CLOCK_SLACK: f64 = 1.0;
 /// (otherwise its break duration).
 pub const MIN_HALF_OPEN_HINT: f64 = 1.0;
 /// How many circuits a breaker holds before a new key takes the place of
-/// an idle one (closed, nothing in its window, no failure in a row, no
-/// attempt running), which reads exactly as a key never seen. A breaker
-/// behind `retryFetch` in a server that calls unbounded origins (webhooks,
-/// say) would otherwise keep a circuit for every origin it ever called,
-/// and look each attempt's key up among all of them.
+/// an idle one: no attempt running, nothing in its window, and closed or
+/// quiet for a whole window since its last break ended (not isolated). A
+/// breaker behind `retryFetch` in a server that calls unbounded origins
+/// (webhooks, say) would otherwise keep a circuit for every origin it ever
+/// called, the dead ones too, and look each attempt's key up among them
+/// all. An idle circuit reads as a key never seen but for a failure streak
+/// (`consecutiveFailures`) or a break that ended long ago, forgotten with
+/// it.
 pub const KEPT_CIRCUITS: usize = 64;
 
 /// A circuit's state, as `state()` reports it.
@@ -320,13 +323,19 @@ impl Circuit {
         }
     }
 
-    /// Whether a new key may take its place at `slice`: it reads as a key
-    /// never seen, and no attempt holds a permit from it.
-    fn idle(&self, slice: u64) -> bool {
-        self.phase == Phase::Closed
-            && self.out == 0
-            && self.in_a_row == 0
-            && self.window(slice) == (0, 0)
+    /// Whether a new key may take its place at `now` (in window slice
+    /// `slice`, of a window of `sampling` ms): no attempt holds a permit
+    /// from it, nothing is in its window, and it is closed, or open or
+    /// half-open with its last break ended a whole window ago.
+    fn idle(&self, slice: u64, now: f64, sampling: f64) -> bool {
+        let quiet = match self.phase {
+            Phase::Closed => true,
+            Phase::Open { .. } | Phase::HalfOpen { .. } => {
+                now >= self.opened_at + self.break_ms + sampling
+            }
+            Phase::Isolated => false,
+        };
+        quiet && self.out == 0 && self.window(slice) == (0, 0)
     }
 
     /// The state as `state()` reports it at `now`: an open circuit whose
@@ -392,8 +401,9 @@ impl Breaker {
         }
         let mut fresh = Circuit::new(key);
         if self.circuits.len() >= KEPT_CIRCUITS {
-            let slice = self.slice(now);
-            if let Some(i) = self.circuits.iter().position(|c| c.idle(slice)) {
+            let (slice, sampling) = (self.slice(now), self.settings.sampling_duration);
+            let idle = |c: &Circuit| c.idle(slice, now, sampling);
+            if let Some(i) = self.circuits.iter().position(idle) {
                 if let Some(c) = self.circuits.get_mut(i) {
                     // A new epoch: should a permit of the old key ever come
                     // back, it counts for nothing here.
