@@ -33,9 +33,10 @@
 //              2,000 dropped retryers each, all collected, breakers too,
 //              under 1 MB each
 //   origins  node --expose-gc cases/origins.mjs
-//              one CircuitBreaker behind retryFetch, 100,000 calls each to
-//              a new origin: memory flat, at most 64 circuits plus those
-//              whose window still holds a call
+//              one CircuitBreaker behind retryFetch, 40,000 calls each to
+//              a new origin, ending every way (a retry, trips, network
+//              errors, aborts): memory flat, at most 64 circuits plus those
+//              not idle yet
 //   short-lived  node --expose-gc cases/short-lived.mjs
 //              200,000 short-lived retryers, a third failing once, no
 //              gc() in the loop: at most +12 MB; then 2,000,000 more to
