@@ -1,7 +1,8 @@
 //! SPEC §2e, the circuit breaker, in the core: `Breaker` rule by rule on a
 //! fake clock (the window and its buckets, the two ways to trip, the break,
 //! half-open probes, stale outcomes, isolate and reset, what `state()` and
-//! `look()` read, a dynamic `breakDuration`, the bounds of every setting),
+//! `look()` read, the circuits kept past `KEPT_CIRCUITS` keys, a dynamic
+//! `breakDuration`, the bounds of every setting),
 //! then a `Machine` and a `Breaker` driven together the way the host drives
 //! them: a permit asked at each `Invoke`, an outcome recorded when the
 //! attempt settles or times out, the permit given back when the attempt is
