@@ -27,6 +27,10 @@
 //!   refused), never for a flow without a refusal, always for one whose
 //!   every attempt was refused; a flow passing through keeps `'nested'`.
 //!
+//! Then, without machines, one breaker shared by up to 90 keys against a
+//! breaker per key: past `KEPT_CIRCUITS` keys an idle circuit gives its
+//! place up, and nothing else may differ (see that section).
+//!
 //! Case counts are fixed here so `cargo test` stays fast; PROPTEST_CASES=N
 //! overrides them for a deep run.
 
