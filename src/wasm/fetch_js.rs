@@ -54,8 +54,8 @@ pub fn as_response(value: &JsValue) -> Option<web_sys::Response> {
 
 /// A signal of this realm that follows `value`, when `value` is one of
 /// another realm or implementation; `value` itself when it is this
-/// realm's; `None` when it is no signal. `AbortSignal.any` and the host's
-/// `fetch` take only their own realm's signals.
+/// realm's; `None` when it is no signal. The host's `fetch` takes only its
+/// own realm's signals.
 pub fn own_signal(value: &JsValue) -> Option<web_sys::AbortSignal> {
     if let Some(s) = value.dyn_ref::<web_sys::AbortSignal>() {
         return Some(s.clone());
@@ -63,8 +63,9 @@ pub fn own_signal(value: &JsValue) -> Option<web_sys::AbortSignal> {
     super::props::is_signal(value).then(|| tie(value, 0))
 }
 
-/// `AbortSignal.any([a, b])`, keeping `a` alive while the result lives
-/// when `a` was tied to another realm's signal ([`own_signal`]).
+/// A signal that aborts, with its reason, when `a` or `b` does (what
+/// `AbortSignal.any([a, b])` makes, without its leak on Node 20 and 22:
+/// see the snippet); `a` and `b` live while it does.
 pub fn both(a: &web_sys::AbortSignal, b: &web_sys::AbortSignal) -> web_sys::AbortSignal {
     both_of(a, b, 0)
 }
@@ -103,45 +104,65 @@ export function newLike(request, init) {
   return new Class(request, init);
 }
 
-// A tied signal lives as long as whoever holds it (the call, then the
-// signals made from it with `both`, which fetch keeps for the response's
-// body); when it is collected, its listener leaves the source.
-const untie = new FinalizationRegistry(({ source, listener }) => {
-  try {
-    source.removeEventListener('abort', listener);
-  } catch {}
-});
-const tied = new WeakSet();
+// A signal made here follows its sources through a listener on each, and
+// lives as long as whoever holds it (the call; fetch, which keeps the
+// attempt's signal for the response's body). The listeners leave their
+// sources when it aborts, or when it is collected: a long-lived caller's
+// signal keeps none of them. Not `AbortSignal.any`: on Node 20 and 22, a
+// signal it makes from a long-lived one, once fetch listens on it, stays
+// alive as long as that one does (2.3-2.7 KB per signal listened on,
+// Node 20.20.2 and 22.23.5; none on 24).
+const untie = new FinalizationRegistry((listened) => unlisten(listened));
 const keep = new WeakMap();
 
-export function tie(source, _) {
+function unlisten(listened) {
+  for (const [source, listener] of listened.splice(0)) {
+    try {
+      source.removeEventListener('abort', listener);
+    } catch {}
+  }
+}
+
+function follow(sources) {
   const controller = new AbortController();
   const signal = controller.signal;
-  let aborted;
-  try {
-    aborted = source.aborted;
-  } catch {}
-  if (aborted) {
-    controller.abort(source.reason);
-    return signal;
+  for (const source of sources) {
+    let aborted;
+    try {
+      aborted = source.aborted;
+    } catch {}
+    if (aborted) {
+      controller.abort(source.reason);
+      return signal;
+    }
   }
+  // Nothing here holds the signal: the listeners reach its controller
+  // weakly, and `token` stands for it in the registry.
   const ref = new WeakRef(controller);
-  const listener = () => ref.deref()?.abort(source.reason);
-  try {
-    source.addEventListener('abort', listener, { once: true });
-  } catch {
-    return signal;
+  const listened = [];
+  const token = {};
+  for (const source of sources) {
+    const listener = () => {
+      unlisten(listened);
+      untie.unregister(token);
+      ref.deref()?.abort(source.reason);
+    };
+    try {
+      source.addEventListener('abort', listener, { once: true });
+      listened.push([source, listener]);
+    } catch {}
   }
-  tied.add(signal);
-  keep.set(signal, controller);
-  untie.register(signal, { source, listener });
+  keep.set(signal, [controller, sources]);
+  untie.register(signal, listened, token);
   return signal;
 }
 
+export function tie(source, _) {
+  return follow([source]);
+}
+
 export function both(a, b, _) {
-  const signal = AbortSignal.any([a, b]);
-  if (tied.has(a)) keep.set(signal, a);
-  return signal;
+  return follow([a, b]);
 }
 "#)]
 extern "C" {
@@ -163,7 +184,7 @@ extern "C" {
     /// `source` (shaped like a signal) does.
     fn tie(source: &JsValue, unused: u32) -> web_sys::AbortSignal;
 
-    /// `AbortSignal.any([a, b])`, which keeps `a` alive when `a` was tied.
+    /// A signal that follows `a` and `b`.
     #[wasm_bindgen(js_name = both)]
     fn both_of(
         a: &web_sys::AbortSignal,
