@@ -22,6 +22,10 @@
 //              an invalid option answer) stays reachable
 //   signal   node --expose-gc cases/signal.mjs
 //              one outside AbortSignal, 10,000 flows: no listener left
+//            node --expose-gc cases/caller-signal.mjs
+//              one long-lived caller signal, 12,000 retryFetch calls (a
+//              retry each, half the responses unread): memory flat, no
+//              listener left
 //   collected  node --expose-gc cases/collected.mjs
 //              every kind of flow (success, retries, waits with callbacks
 //              and a signal, exhausted attempts, shouldRetry false, signal
@@ -139,6 +143,7 @@ const CASES = [
   gcCase('flows', 'flows.mjs'),
   gcCase('settled', 'settled.mjs'),
   gcCase('signal', 'signal.mjs'),
+  gcCase('signal', 'caller-signal.mjs'),
   gcCase('origins', 'origins.mjs'),
   exitCase('baseline.mjs'),
   exitCase('deadlines.mjs'),

@@ -29,9 +29,8 @@
 // it was thrown from, receiver included (the retryer), until its stack is
 // read, so a library that keeps the error where the collector cannot see
 // the cycle keeps the retryer forever.
-import http from 'node:http';
 import { AsyncRetryer, CircuitBreaker, CircuitOpenError, asyncRetry, retryFetch } from 'retry-wasm/fetch';
-import { MB, check, fmtDelta, report, settle, snapshot } from './lib.mjs';
+import { MB, check, flakyServer, fmtDelta, report, settle, snapshot } from './lib.mjs';
 
 const N = Number(process.env.LEAKS_COLLECTED ?? 2_000);
 const LIMIT = 1 * MB;
@@ -47,18 +46,6 @@ const HOUR = 3_600_000;
 /** The caller's signal of the long-lived-signal kind, never aborted. */
 const LONG_LIVED = new AbortController();
 
-/** A server whose every odd request is a 503, every even one a 200. */
-async function flakyServer() {
-  let n = 0;
-  const server = http.createServer((req, res) => {
-    req.resume();
-    const fail = n++ % 2 === 0;
-    res.writeHead(fail ? 503 : 200, { 'content-type': 'text/plain' });
-    res.end(fail ? 'busy' : 'ok');
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
-}
 
 /**
  * The kinds: each `run(watch, i)` makes its retryer(s), hands each to

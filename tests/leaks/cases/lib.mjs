@@ -6,6 +6,7 @@
 // process.memoryUsage().arrayBuffers, so the wasm size is read from the
 // memory buffer itself. Wasm memory never shrinks, so its figure is a
 // high-water mark.
+import http from 'node:http';
 
 export const PACKAGE = 'retry-wasm';
 export const MB = 1024 * 1024;
@@ -88,6 +89,19 @@ export async function inSteps(run, { total, offset, start, parts = 4, more = () 
     console.log(`  after ${(done + n).toLocaleString('en-US')}: total ${fmtDelta(s.total - start.total)} (heap ${fmtDelta(s.heap - start.heap)}, wasm ${fmtDelta(s.wasm - start.wasm)})${more()}`);
   }
   return trend;
+}
+
+/** A server whose every odd request is a 503, every even one a 200. */
+export async function flakyServer() {
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    const fail = n++ % 2 === 0;
+    res.writeHead(fail ? 503 : 200, { 'content-type': 'text/plain' });
+    res.end(fail ? 'busy' : 'ok');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) };
 }
 
 /** The figures every memory case reports, from two `snapshot()`s. */
