@@ -203,7 +203,7 @@ const KINDS = [
     async run(watch, i, server) {
       let call = null;
       const f = watch(retryFetch({ baseWait: 0, beforeRetry: (request, info) => { call = info; } }));
-      // Every attempt's signal follows the caller's (AbortSignal.any): a
+      // Every attempt's signal follows the caller's: a
       // signal that outlives every call must not keep any of them.
       const response = await f(server.url, { signal: LONG_LIVED.signal });
       check(response.status === 200, `call ${i} got ${response.status}`);
