@@ -10,7 +10,7 @@
 // 22.23.5, +4.1 MB over 30,000 on 20.20.2, flat on 24 and 26.
 import { getEventListeners } from 'node:events';
 import { retryFetch } from 'retry-wasm/fetch';
-import { MB, check, describe, flakyServer, fmtDelta, heldSlots, inSteps, memoryChange, report, settle, snapshot } from './lib.mjs';
+import { MB, check, flakyServer, fmtDelta, report, settle, steady } from './lib.mjs';
 
 const N = Number(process.env.LEAKS_CALLER_SIGNAL ?? 12_000);
 const WARMUP = 2_000;
@@ -34,34 +34,19 @@ async function run(count, offset) {
 }
 
 const name = `${N.toLocaleString('en-US')} retryFetch calls under one long-lived caller signal`;
-const t0 = performance.now();
-let start;
-let end;
-let trend;
-let slotsBefore;
+let m;
 let left;
 try {
-  await run(WARMUP, 0);
-  await settle();
-  start = snapshot();
-  slotsBefore = heldSlots();
-  console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up calls`, start));
-  trend = await inSteps(run, { total: N, offset: WARMUP, start, parts: CHECKPOINTS, more: () => `; listeners on the signal ${listeners()}` });
-  await settle();
-  end = snapshot();
+  m = await steady(run, { warmup: WARMUP, total: N, parts: CHECKPOINTS, unit: 'calls', more: () => `; listeners on the signal ${listeners()}` });
   left = listeners();
 } finally {
   await server.close();
 }
-const secs = (performance.now() - t0) / 1000;
-console.log(describe(`after ${N.toLocaleString('en-US')} more calls`, end));
 
-const change = memoryChange(start, end);
-const slotsAfter = heldSlots();
-const ok = change.delta <= LIMIT && slotsAfter === slotsBefore && left === 0 && !shutdown.signal.aborted;
+const ok = m.change.delta <= LIMIT && m.slotsKept && left === 0 && !shutdown.signal.aborted;
 report(
   name,
   ok,
-  { calls: N, ...change, trend, listenersLeft: left, heldSlotsBefore: slotsBefore, heldSlotsAfter: slotsAfter, secs: Number(secs.toFixed(1)) },
-  `${fmtDelta(change.delta)} over ${N.toLocaleString('en-US')} calls (limit +${LIMIT / MB} MB); ${left} listeners left on the signal (limit 0); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine value table ${slotsBefore} -> ${slotsAfter} slots; ${secs.toFixed(1)} s`,
+  { calls: N, ...m.figures, listenersLeft: left },
+  `${fmtDelta(m.change.delta)} over ${N.toLocaleString('en-US')} calls (limit +${LIMIT / MB} MB); ${left} listeners left on the signal (limit 0); ${m.tail}`,
 );

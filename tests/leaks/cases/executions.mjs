@@ -7,7 +7,7 @@
 //                                               rejected object), baseWait 0,
 //                                               then succeeds
 import { AsyncRetryer } from 'retry-wasm';
-import { MB, check, describe, fmtDelta, heldSlots, inSteps, memoryChange, report, settle, snapshot } from './lib.mjs';
+import { MB, check, fmtDelta, report, steady } from './lib.mjs';
 
 const variant = process.argv[2];
 check(variant === 'success' || variant === 'fail-once', `usage: executions.mjs success|fail-once (got ${variant})`);
@@ -30,38 +30,18 @@ async function run(count, offset) {
 }
 
 const name = `1M executions, one retryer (${variant})`;
-const t0 = performance.now();
-await run(WARMUP, 0);
-await settle();
-const start = snapshot();
-const slotsBefore = heldSlots();
-console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up executions`, start));
-
-const trend = await inSteps(run, { total: N, offset: WARMUP, start, parts: CHECKPOINTS });
-await settle();
-const end = snapshot();
-const secs = (performance.now() - t0) / 1000;
-console.log(describe(`after ${N.toLocaleString('en-US')} more executions`, end));
+const m = await steady(run, { warmup: WARMUP, total: N, parts: CHECKPOINTS, unit: 'executions' });
 
 const state = retryer.store.state;
 check(state.executionCount === WARMUP + N, `executionCount ${state.executionCount}, expected ${WARMUP + N}`);
 check(state.isExecuting === false, 'the retryer still shows a flow');
 if (variant === 'fail-once') check(calls === 2 * (WARMUP + N), `fn called ${calls} times, expected ${2 * (WARMUP + N)}`);
 
-const change = memoryChange(start, end);
-const { delta } = change;
-const slotsAfter = heldSlots();
-const ok = delta <= LIMIT && slotsAfter === slotsBefore;
+const { delta } = m.change;
+const ok = delta <= LIMIT && m.slotsKept;
 report(
   name,
   ok,
-  {
-    executions: N,
-    ...change,
-    trend,
-    heldSlotsBefore: slotsBefore,
-    heldSlotsAfter: slotsAfter,
-    secs: Number(secs.toFixed(1)),
-  },
-  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine value table ${slotsBefore} -> ${slotsAfter} slots; ${secs.toFixed(1)} s`,
+  { executions: N, ...m.figures },
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} executions (limit +${LIMIT / MB} MB); ${m.tail}`,
 );

@@ -77,7 +77,7 @@ export function snapshot() {
  * with a settle and a reading after each, printed against `start` (with
  * what `more()` adds); returns each reading's growth over `start`.
  */
-export async function inSteps(run, { total, offset, start, parts = 4, more = () => '' }) {
+async function inSteps(run, { total, offset, start, parts = 4, more = () => '' }) {
   const per = Math.ceil(total / parts);
   const trend = [];
   for (let done = 0; done < total; done += per) {
@@ -89,6 +89,35 @@ export async function inSteps(run, { total, offset, start, parts = 4, more = () 
     console.log(`  after ${(done + n).toLocaleString('en-US')}: total ${fmtDelta(s.total - start.total)} (heap ${fmtDelta(s.heap - start.heap)}, wasm ${fmtDelta(s.wasm - start.wasm)})${more()}`);
   }
   return trend;
+}
+
+/**
+ * What the steady-state cases measure: `run(warmup, 0)`, a reading after
+ * gc, `total` more in `parts` steps ([`inSteps`], `more` as there), a
+ * reading after gc again, each printed with `unit` (what `run` counts).
+ * Returns the change between the two readings, whether the engine's value
+ * table kept its size, the figures to report, and the detail line's end.
+ */
+export async function steady(run, { warmup, total, parts, unit, more }) {
+  const t0 = performance.now();
+  await run(warmup, 0);
+  await settle();
+  const start = snapshot();
+  const slotsBefore = heldSlots();
+  console.log(describe(`after ${warmup.toLocaleString('en-US')} warm-up ${unit}`, start));
+  const trend = await inSteps(run, { total, offset: warmup, start, parts, more });
+  await settle();
+  const end = snapshot();
+  const slotsAfter = heldSlots();
+  const secs = (performance.now() - t0) / 1000;
+  console.log(describe(`after ${total.toLocaleString('en-US')} more ${unit}`, end));
+  const change = memoryChange(start, end);
+  return {
+    change,
+    slotsKept: slotsAfter === slotsBefore,
+    figures: { ...change, trend, heldSlotsBefore: slotsBefore, heldSlotsAfter: slotsAfter, secs: Number(secs.toFixed(1)) },
+    tail: `heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine value table ${slotsBefore} -> ${slotsAfter} slots; ${secs.toFixed(1)} s`,
+  };
 }
 
 /** A server whose every odd request is a 503, every even one a 200. */

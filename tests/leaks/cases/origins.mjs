@@ -16,7 +16,7 @@
 // collects every GC_EVERY calls: what it measures is the breaker, not how
 // many dead calls wait for their finalizers.
 import { CircuitBreaker, retryFetch } from 'retry-wasm/fetch';
-import { MB, check, describe, fmtDelta, heldSlots, inSteps, memoryChange, report, settle, snapshot } from './lib.mjs';
+import { MB, check, fmtDelta, report, settle, steady } from './lib.mjs';
 
 const N = Number(process.env.LEAKS_ORIGINS ?? 40_000);
 const WARMUP = 10_000;
@@ -80,28 +80,15 @@ async function run(count, offset) {
 }
 
 const name = `${N.toLocaleString('en-US')} origins through one CircuitBreaker (retryFetch)`;
-const t0 = performance.now();
-await run(WARMUP, 0);
-await settle();
-const start = snapshot();
-const slotsBefore = heldSlots();
-console.log(describe(`after ${WARMUP.toLocaleString('en-US')} warm-up calls`, start));
-
-const trend = await inSteps(run, { total: N, offset: WARMUP, start, parts: CHECKPOINTS, more: () => `; circuits ${Object.keys(breaker.snapshot()).length}` });
-await settle();
-const end = snapshot();
-const secs = (performance.now() - t0) / 1000;
-console.log(describe(`after ${N.toLocaleString('en-US')} more calls`, end));
+const m = await steady(run, { warmup: WARMUP, total: N, parts: CHECKPOINTS, unit: 'calls', more: () => `; circuits ${Object.keys(breaker.snapshot()).length}` });
 
 const keys = Object.keys(breaker.snapshot());
 check(keys.includes(`https://origin-${WARMUP + N - 1}.test`), 'the last origin has no circuit');
-const change = memoryChange(start, end);
-const { delta } = change;
-const slotsAfter = heldSlots();
-const ok = delta <= LIMIT && slotsAfter === slotsBefore && most <= MOST;
+const { delta } = m.change;
+const ok = delta <= LIMIT && m.slotsKept && most <= MOST;
 report(
   name,
   ok,
-  { calls: N, ...change, trend, mostCircuits: most, heldSlotsBefore: slotsBefore, heldSlotsAfter: slotsAfter, secs: Number(secs.toFixed(1)) },
-  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} calls, each to a new origin (limit +${LIMIT / MB} MB); at most ${most} circuits (limit ${MOST}); heap ${fmtDelta(change.heapDelta)}, wasm ${start.wasm} -> ${end.wasm} B; engine value table ${slotsBefore} -> ${slotsAfter} slots; ${secs.toFixed(1)} s`,
+  { calls: N, ...m.figures, mostCircuits: most },
+  `${fmtDelta(delta)} over ${N.toLocaleString('en-US')} calls, each to a new origin (limit +${LIMIT / MB} MB); at most ${most} circuits (limit ${MOST}); ${m.tail}`,
 );
